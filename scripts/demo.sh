@@ -1,0 +1,9 @@
+#!/usr/bin/env bash
+# Installs what kvcs needs, builds it (release), and runs `kvcs demo`. Extra arguments go to
+# `kvcs demo` (see `kvcs demo --help`).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+scripts/bootstrap.sh
+cmake --preset release >/dev/null
+cmake --build build/release -j "$(nproc)" --target kvcs
+exec build/release/src/cli/kvcs demo "$@"

@@ -1,0 +1,86 @@
+#include <gtest/gtest.h>
+
+#include "common/bytes.h"
+#include "common/crypto.h"
+#include "common/hex.h"
+#include "common/status.h"
+
+namespace kvcs {
+namespace {
+
+TEST(Hex, RoundTripAndErrors) {
+  Bytes b = {0x00, 0x7f, 0xab, 0xff};
+  EXPECT_EQ(ToHex(b), "007fabff");
+  auto back = FromHex("007FABff");
+  ASSERT_TRUE(back.ok());
+  EXPECT_EQ(*back, b);
+  EXPECT_FALSE(FromHex("abc").ok());
+  EXPECT_FALSE(FromHex("zz").ok());
+  EXPECT_FALSE(FromHexFixed<2>("aabbcc").ok());
+}
+
+TEST(Sha256, KnownAnswers) {
+  // FIPS 180-2 "abc" and the empty string.
+  EXPECT_EQ(ToHex(Sha256::Hash("abc")),
+            "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad");
+  EXPECT_EQ(ToHex(Sha256::Hash("")),
+            "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855");
+  Sha256 h;
+  h.Update("a").Update("bc");
+  EXPECT_EQ(h.Finish(), Sha256::Hash("abc"));
+  h.Update("abc");  // reusable after Finish
+  EXPECT_EQ(h.Finish(), Sha256::Hash("abc"));
+}
+
+TEST(HmacSha256, Rfc4231Vectors) {
+  // RFC 4231 test case 2 (short key) and 6 (key longer than the block).
+  EXPECT_EQ(ToHex(HmacSha256(AsBytes("Jefe"), AsBytes("what do ya want for nothing?"))),
+            "5bdcc146bf60754e6a042426089575c75a003f089d2739839dec58b964ec3843");
+  Bytes key(131, 0xaa);
+  EXPECT_EQ(ToHex(HmacSha256(key, AsBytes("Test Using Larger Than Block-Size Key - Hash Key First"))),
+            "60e431591ee0b67f0d8a26aacbf5b77f8e0bc6213728c5140546040f0ee37f54");
+  HmacSha256Key k(AsBytes("Jefe"));
+  EXPECT_EQ(k.Mac({AsBytes("what do ya "), AsBytes("want for nothing?")}),
+            HmacSha256(AsBytes("Jefe"), AsBytes("what do ya want for nothing?")));
+}
+
+TEST(ByteReader, BoundsAndBigEndian) {
+  Bytes buf;
+  ByteWriter w(&buf);
+  w.U16(0x0102);
+  w.U32(0x03040506);
+  w.U64(0x0708090a0b0c0d0eULL);
+  EXPECT_EQ(ToHex(buf), "0102030405060708090a0b0c0d0e");
+  ByteReader r(buf);
+  uint16_t a;
+  uint32_t b;
+  uint64_t c;
+  ASSERT_TRUE(r.U16(&a) && r.U32(&b) && r.U64(&c));
+  EXPECT_EQ(a, 0x0102);
+  EXPECT_EQ(b, 0x03040506u);
+  EXPECT_EQ(c, 0x0708090a0b0c0d0eULL);
+  EXPECT_FALSE(r.U8(nullptr));
+  ByteReader r2(ByteSpan(buf).first(3));
+  EXPECT_FALSE(r2.U32(&b));
+  EXPECT_EQ(r2.position(), 0u);
+}
+
+TEST(Status, ResultAndMacros) {
+  auto f = [](bool good) -> Result<int> {
+    if (!good) return InvalidArgument("bad", 7);
+    return 42;
+  };
+  auto g = [&](bool good) -> Result<int> {
+    KVCS_ASSIGN_OR_RETURN(int v, f(good));
+    return v + 1;
+  };
+  EXPECT_EQ(*g(true), 43);
+  auto e = g(false);
+  ASSERT_FALSE(e.ok());
+  EXPECT_EQ(e.status().code(), Code::kInvalidArgument);
+  EXPECT_EQ(e.status().detail(), 7);
+  EXPECT_EQ(e.status().WithContext("x").message(), "x: bad");
+}
+
+}  // namespace
+}  // namespace kvcs

@@ -1,0 +1,36 @@
+#include "common/hex.h"
+
+namespace kvcs {
+namespace {
+int Nibble(char c) {
+  if (c >= '0' && c <= '9') return c - '0';
+  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+  if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+  return -1;
+}
+}  // namespace
+
+std::string ToHex(ByteSpan bytes) {
+  static constexpr char kDigits[] = "0123456789abcdef";
+  std::string s(bytes.size() * 2, '0');
+  for (size_t i = 0; i < bytes.size(); ++i) {
+    s[2 * i] = kDigits[bytes[i] >> 4];
+    s[2 * i + 1] = kDigits[bytes[i] & 15];
+  }
+  return s;
+}
+
+Result<Bytes> FromHex(std::string_view hex) {
+  if (hex.size() % 2 != 0) return InvalidArgument("hex string has an odd length");
+  Bytes out(hex.size() / 2);
+  for (size_t i = 0; i < out.size(); ++i) {
+    int hi = Nibble(hex[2 * i]), lo = Nibble(hex[2 * i + 1]);
+    if (hi < 0 || lo < 0) {
+      return InvalidArgument("not a hex character at offset " + std::to_string(2 * i));
+    }
+    out[i] = uint8_t(hi << 4 | lo);
+  }
+  return out;
+}
+
+}  // namespace kvcs
