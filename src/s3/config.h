@@ -1,0 +1,51 @@
+// Server configuration and the access-key file.
+//
+// Config file format (documented in docs/protocols/s3-api.md), a small INI subset:
+//
+//   # comment
+//   region = us-east-1
+//   virtual_host = localhost        # repeatable: "<bucket>.localhost" is virtual-hosted style
+//   [key kvcsadmin]                 # one section per access key id
+//   secret = kvcsadmin-secret-key
+//
+// Keys may also come from KVCS_S3_ACCESS_KEY / KVCS_S3_SECRET_KEY. Without any key, the server
+// uses the development pair kDevAccessKey / kDevSecretKey and says so at startup.
+// Pure parsing: no I/O besides LoadConfigFile reading the file.
+#ifndef KVCS_S3_CONFIG_H_
+#define KVCS_S3_CONFIG_H_
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "common/status.h"
+
+namespace kvcs::s3 {
+
+inline constexpr char kDevAccessKey[] = "kvcsadmin";
+inline constexpr char kDevSecretKey[] = "kvcsadmin-dev-secret";
+
+// Config files are tiny; anything bigger is a mistake.
+inline constexpr size_t kMaxConfigFileBytes = 1 << 20;
+
+struct ServerConfig {
+  std::string listen_host = "127.0.0.1";
+  uint16_t port = 9000;
+  std::string region = "us-east-1";
+  std::map<std::string, std::string> secrets;  // access key id -> secret key
+  // Host suffixes for virtual-hosted addressing ("bucket.<suffix>[:port]"). Path style always works.
+  std::vector<std::string> virtual_hosts = {"localhost"};
+  std::string tls_cert_file;  // PEM; TLS is on when both files are set
+  std::string tls_key_file;
+  int io_threads = 4;
+};
+
+// Parses the config text into *config (keys are added; scalars replaced).
+Status ParseConfig(std::string_view text, ServerConfig* config);
+Status LoadConfigFile(const std::string& path, ServerConfig* config);
+
+}  // namespace kvcs::s3
+
+#endif  // KVCS_S3_CONFIG_H_
