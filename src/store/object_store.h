@@ -14,7 +14,8 @@
 // different objects, on the store's own I/O threads and returns when all are done. objcache uses it
 // to read layer l of N blocks at once.
 //
-// Errors: every failure is a Status whose detail() is a StoreError (use status.Is(StoreError::k..)).
+// Errors: every failure is a Status whose detail() is a StoreError (use
+// status.Is(StoreError::k..)).
 //
 // Thread-safety: all ObjectStore methods are thread-safe. An ObjectWriter must be used by one
 // thread at a time. ObjectReader::ReadAt and meta() are thread-safe (pread on a shared fd).
@@ -67,20 +68,20 @@ enum class StoreError {
   kBucketNotEmpty,
   kInvalidBucketName,
   kKeyTooLong,
-  kInvalidKey,           // empty key
+  kInvalidKey,  // empty key
   kMetadataTooLarge,
-  kBadDigest,            // Content-MD5 did not match the bytes written
-  kSha256Mismatch,       // x-amz-content-sha256 did not match the bytes written
-  kIncompleteBody,       // fewer bytes committed than declared
+  kBadDigest,       // Content-MD5 did not match the bytes written
+  kSha256Mismatch,  // x-amz-content-sha256 did not match the bytes written
+  kIncompleteBody,  // fewer bytes committed than declared
   kEntityTooLarge,
-  kEntityTooSmall,       // a non-last multipart part below kMinPartBytes
+  kEntityTooSmall,  // a non-last multipart part below kMinPartBytes
   kNoSuchUpload,
-  kInvalidPart,          // CompleteMultipartUpload names a missing part or a wrong ETag
-  kInvalidPartOrder,     // part numbers not strictly ascending
+  kInvalidPart,       // CompleteMultipartUpload names a missing part or a wrong ETag
+  kInvalidPartOrder,  // part numbers not strictly ascending
   kInvalidPartNumber,
   kInvalidRange,
-  kCorrupt,              // stored bytes fail their digest or the file format is damaged
-  kIo,                   // the OS refused (ENOSPC, EIO, ...)
+  kCorrupt,  // stored bytes fail their digest or the file format is damaged
+  kIo,       // the OS refused (ENOSPC, EIO, ...)
   kInvalidArgument,
 };
 
@@ -165,13 +166,13 @@ struct BucketInfo {
 
 struct ListOptions {
   std::string prefix;
-  std::string delimiter;    // empty: no grouping
-  std::string start_after;  // exclusive; keys and common prefixes > this are returned
+  std::string delimiter;        // empty: no grouping
+  std::string start_after;      // exclusive; keys and common prefixes > this are returned
   int max_keys = kMaxListKeys;  // clamped to [0, kMaxListKeys]
 };
 
 struct ListResult {
-  std::vector<ObjectMeta> objects;         // key order (bytewise)
+  std::vector<ObjectMeta> objects;           // key order (bytewise)
   std::vector<std::string> common_prefixes;  // key order; each ends with the delimiter
   bool truncated = false;
   // When truncated: the last key or common prefix returned; pass it as start_after to continue.
@@ -232,8 +233,8 @@ class ObjectStore {
                                               PutOptions options) = 0;
   virtual Result<std::unique_ptr<ObjectWriter>> PutPart(std::string_view bucket,
                                                         std::string_view key,
-                                                        std::string_view upload_id,
-                                                        int part_number, PutOptions options) = 0;
+                                                        std::string_view upload_id, int part_number,
+                                                        PutOptions options) = 0;
   virtual Result<std::vector<PartInfo>> ListParts(std::string_view bucket, std::string_view key,
                                                   std::string_view upload_id) = 0;
   virtual Result<ObjectMeta> CompleteMultipart(std::string_view bucket, std::string_view key,

@@ -1,0 +1,83 @@
+// Pure helpers shared by every ObjectStore implementation.
+#include "store/object_store.h"
+
+#include <openssl/evp.h>
+
+#include "common/hex.h"
+
+namespace kvcs::store {
+
+namespace {
+Status StoreErr(Code code, StoreError e, std::string message) {
+  return Status(code, std::move(message), static_cast<int>(e));
+}
+bool IsLowerAlnum(char c) { return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9'); }
+}  // namespace
+
+Status ValidateBucketName(std::string_view name) {
+  auto bad = [&](const char* why) {
+    return StoreErr(Code::kInvalidArgument, StoreError::kInvalidBucketName,
+                    "invalid bucket name: " + std::string(why));
+  };
+  if (name.size() < kMinBucketNameBytes || name.size() > kMaxBucketNameBytes) {
+    return bad("must be 3 to 63 characters");
+  }
+  for (char c : name) {
+    if (!IsLowerAlnum(c) && c != '.' && c != '-') return bad("only a-z, 0-9, '.' and '-'");
+  }
+  if (!IsLowerAlnum(name.front()) || !IsLowerAlnum(name.back())) {
+    return bad("must start and end with a letter or digit");
+  }
+  if (name.find("..") != std::string_view::npos) return bad("no two adjacent periods");
+  int dots = 0;
+  bool digits_and_dots = true;
+  for (char c : name) {
+    if (c == '.')
+      ++dots;
+    else if (c < '0' || c > '9')
+      digits_and_dots = false;
+  }
+  if (digits_and_dots && dots == 3) return bad("must not look like an IPv4 address");
+  return Status::Ok();
+}
+
+Status ValidateKey(std::string_view key) {
+  if (key.empty()) {
+    return StoreErr(Code::kInvalidArgument, StoreError::kInvalidKey, "empty object key");
+  }
+  if (key.size() > kMaxKeyBytes) {
+    return StoreErr(Code::kInvalidArgument, StoreError::kKeyTooLong,
+                    "object key longer than " + std::to_string(kMaxKeyBytes) + " bytes");
+  }
+  if (key.find('\0') != std::string_view::npos) {
+    return StoreErr(Code::kInvalidArgument, StoreError::kInvalidKey, "object key contains NUL");
+  }
+  return Status::Ok();
+}
+
+std::string MultipartEtag(std::span<const Md5> part_md5s) {
+  Md5Hasher h;
+  for (const Md5& m : part_md5s) h.Update(ByteSpan(m.data(), m.size()));
+  Md5 all = h.Finish();
+  return ToHex(all) + "-" + std::to_string(part_md5s.size());
+}
+
+struct Md5Hasher::Ctx {
+  EVP_MD_CTX* ctx = nullptr;
+};
+
+Md5Hasher::Md5Hasher() : ctx_(std::make_unique<Ctx>()) {
+  ctx_->ctx = EVP_MD_CTX_new();
+  EVP_DigestInit_ex(ctx_->ctx, EVP_md5(), nullptr);
+}
+Md5Hasher::~Md5Hasher() { EVP_MD_CTX_free(ctx_->ctx); }
+void Md5Hasher::Update(ByteSpan data) { EVP_DigestUpdate(ctx_->ctx, data.data(), data.size()); }
+Md5 Md5Hasher::Finish() {
+  Md5 out{};
+  unsigned int n = 0;
+  EVP_DigestFinal_ex(ctx_->ctx, out.data(), &n);
+  EVP_DigestInit_ex(ctx_->ctx, EVP_md5(), nullptr);
+  return out;
+}
+
+}  // namespace kvcs::store
