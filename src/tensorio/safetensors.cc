@@ -11,6 +11,7 @@
 #include <cstring>
 #include <nlohmann/json.hpp>
 #include <set>
+#include <utility>
 
 namespace kvcs::tensorio {
 namespace {
@@ -316,24 +317,24 @@ SafetensorsFile::~SafetensorsFile() {
   if (map_) ::munmap(map_, size_);
 }
 
-Result<Bytes> EncodeSafetensorsHeader(const std::vector<TensorToWrite>& tensors,
-                                      const std::map<std::string, std::string>& metadata) {
+namespace {
+
+// The header for tensors laid out back to back in `specs` order.
+Result<Bytes> EncodeHeaderForSpecs(const std::vector<TensorSpec>& specs,
+                                   const std::map<std::string, std::string>& metadata) {
   json j = json::object();
   uint64_t at = 0;
-  for (auto& t : tensors) {
+  for (auto& t : specs) {
     if (t.name == kMetadataKey) return Bad(E::kBadEntry, "a tensor cannot be named __metadata__");
     if (j.contains(t.name)) return Bad(E::kDuplicateKey, "two tensors named \"" + t.name + "\"");
     if (DtypeSize(t.dtype) == 0)
       return Bad(E::kUnknownDtype, "tensor \"" + t.name + "\": bad dtype");
-    auto want = ByteSize(t.dtype, t.shape);
-    if (!want || *want != t.data.size()) {
-      return Bad(E::kSizeMismatch, "tensor \"" + t.name + "\": shape needs " +
-                                       (want ? std::to_string(*want) : "too many") +
-                                       " bytes, data has " + std::to_string(t.data.size()));
-    }
+    auto n = ByteSize(t.dtype, t.shape);
+    if (!n || *n > UINT64_MAX - at)
+      return Bad(E::kBadShape, "tensor \"" + t.name + "\": too large");
     j[t.name] = {
-        {"dtype", DtypeName(t.dtype)}, {"shape", t.shape}, {"data_offsets", {at, at + *want}}};
-    at += *want;
+        {"dtype", DtypeName(t.dtype)}, {"shape", t.shape}, {"data_offsets", {at, at + *n}}};
+    at += *n;
   }
   if (!metadata.empty()) j[std::string(kMetadataKey)] = metadata;
   std::string text;
@@ -346,10 +347,27 @@ Result<Bytes> EncodeSafetensorsHeader(const std::vector<TensorToWrite>& tensors,
   if (text.size() > kMaxHeaderBytes) {
     return Bad(E::kHeaderTooLarge, "header would be " + std::to_string(text.size()) + " bytes");
   }
-  Bytes out(8);
-  StoreLe64(out.data(), text.size());
-  out.insert(out.end(), text.begin(), text.end());
-  return out;
+  std::string out(8, '\0');
+  StoreLe64(reinterpret_cast<uint8_t*>(out.data()), text.size());
+  out += text;
+  return Bytes(out.begin(), out.end());
+}
+
+}  // namespace
+
+Result<Bytes> EncodeSafetensorsHeader(const std::vector<TensorToWrite>& tensors,
+                                      const std::map<std::string, std::string>& metadata) {
+  std::vector<TensorSpec> specs;
+  for (auto& t : tensors) {
+    auto want = ByteSize(t.dtype, t.shape);
+    if (DtypeSize(t.dtype) != 0 && (!want || *want != t.data.size())) {
+      return Bad(E::kSizeMismatch, "tensor \"" + t.name + "\": shape needs " +
+                                       (want ? std::to_string(*want) : "too many") +
+                                       " bytes, data has " + std::to_string(t.data.size()));
+    }
+    specs.push_back({t.name, t.dtype, t.shape});
+  }
+  return EncodeHeaderForSpecs(specs, metadata);
 }
 
 Result<Bytes> EncodeSafetensors(const std::vector<TensorToWrite>& tensors,
@@ -357,6 +375,87 @@ Result<Bytes> EncodeSafetensors(const std::vector<TensorToWrite>& tensors,
   KVCS_ASSIGN_OR_RETURN(Bytes out, EncodeSafetensorsHeader(tensors, metadata));
   for (auto& t : tensors) out.insert(out.end(), t.data.begin(), t.data.end());
   return out;
+}
+
+Result<SafetensorsWriter> SafetensorsWriter::Create(
+    const std::string& path, std::vector<TensorSpec> specs,
+    const std::map<std::string, std::string>& metadata) {
+  KVCS_ASSIGN_OR_RETURN(Bytes head, EncodeHeaderForSpecs(specs, metadata));
+  SafetensorsWriter w;
+  uint64_t at = 0;
+  for (auto& s : specs) {
+    uint64_t n = *ByteSize(s.dtype, s.shape);  // checked by EncodeHeaderForSpecs
+    w.begin_.push_back(at);
+    w.size_.push_back(n);
+    w.written_.push_back(0);
+    at += n;
+  }
+  w.path_ = path;
+  w.tmp_ = path + ".tmp";
+  w.data_start_ = head.size();
+  w.fd_ = ::open(w.tmp_.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (w.fd_ < 0)
+    return IoError("cannot create " + w.tmp_ + ": " + std::strerror(errno), int(E::kIo));
+  if (::ftruncate(w.fd_, off_t(head.size() + at)) != 0) {
+    return IoError("cannot size " + w.tmp_ + ": " + std::strerror(errno), int(E::kIo));
+  }
+  KVCS_RETURN_IF_ERROR(w.Write(SIZE_MAX, 0, head));
+  return w;
+}
+
+SafetensorsWriter::SafetensorsWriter(SafetensorsWriter&& o) noexcept
+    : path_(std::move(o.path_)),
+      tmp_(std::move(o.tmp_)),
+      fd_(std::exchange(o.fd_, -1)),
+      data_start_(o.data_start_),
+      begin_(std::move(o.begin_)),
+      size_(std::move(o.size_)),
+      written_(std::move(o.written_)) {}
+
+SafetensorsWriter::~SafetensorsWriter() {
+  if (fd_ >= 0) {
+    ::close(fd_);
+    ::unlink(tmp_.c_str());
+  }
+}
+
+// index == SIZE_MAX writes the header at file offset `offset`.
+Status SafetensorsWriter::Write(size_t index, uint64_t offset, ByteSpan bytes) {
+  if (fd_ < 0) return Status(Code::kFailedPrecondition, "safetensors writer is closed");
+  uint64_t at = offset;
+  if (index != SIZE_MAX) {
+    if (index >= size_.size() || offset > size_[index] || bytes.size() > size_[index] - offset) {
+      return InvalidArgument("safetensors writer: write outside tensor bounds",
+                             int(E::kBadOffsets));
+    }
+    at = data_start_ + begin_[index] + offset;
+    written_[index] += bytes.size();
+  }
+  size_t done = 0;
+  while (done < bytes.size()) {
+    ssize_t n = ::pwrite(fd_, bytes.data() + done, bytes.size() - done, off_t(at + done));
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return IoError("cannot write " + tmp_ + ": " + std::strerror(errno), int(E::kIo));
+    done += size_t(n);
+  }
+  return Status::Ok();
+}
+
+Status SafetensorsWriter::Finish() {
+  if (fd_ < 0) return Status(Code::kFailedPrecondition, "safetensors writer is closed");
+  for (size_t i = 0; i < size_.size(); ++i) {
+    if (written_[i] != size_[i]) {
+      return Internal("safetensors writer: tensor " + std::to_string(i) + " got " +
+                      std::to_string(written_[i]) + " of " + std::to_string(size_[i]) + " bytes");
+    }
+  }
+  int fd = std::exchange(fd_, -1);
+  if (::close(fd) != 0 || std::rename(tmp_.c_str(), path_.c_str()) != 0) {
+    int err = errno;
+    ::unlink(tmp_.c_str());
+    return IoError("cannot write " + path_ + ": " + std::strerror(err), int(E::kIo));
+  }
+  return Status::Ok();
 }
 
 Status WriteSafetensors(const std::string& path, const std::vector<TensorToWrite>& tensors,

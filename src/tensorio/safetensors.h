@@ -130,6 +130,7 @@ class SafetensorsFile {
   ByteSpan data(const TensorInfo& t) const { return view_.data(t); }
   Result<ByteSpan> data(std::string_view name) const { return view_.data(name); }
   uint64_t file_size() const { return size_; }
+  const SafetensorsView& view() const { return view_; }
 
  private:
   SafetensorsFile() = default;
@@ -144,6 +145,38 @@ struct TensorToWrite {
   Dtype dtype = Dtype::kU8;
   std::vector<uint64_t> shape;
   ByteSpan data;  // shape product x DtypeSize bytes
+};
+
+// The layout of a tensor to be written: name, dtype, shape (its data size follows from them).
+struct TensorSpec {
+  std::string name;
+  Dtype dtype = Dtype::kU8;
+  std::vector<uint64_t> shape;
+};
+
+// Writes a file whose tensors are filled piecewise, in any order, without holding them in memory
+// (kvcs unpack writes one block's sections at a time). Data goes to `<path>.tmp`; Finish() checks
+// that every byte was written, and renames it to `path`; destroying an unfinished writer removes
+// the temporary file. Move-only; not thread-safe.
+class SafetensorsWriter {
+ public:
+  static Result<SafetensorsWriter> Create(const std::string& path, std::vector<TensorSpec> specs,
+                                          const std::map<std::string, std::string>& metadata);
+  SafetensorsWriter(SafetensorsWriter&& o) noexcept;
+  SafetensorsWriter& operator=(SafetensorsWriter&&) = delete;
+  SafetensorsWriter(const SafetensorsWriter&) = delete;
+  ~SafetensorsWriter();
+
+  // Writes `bytes` at `offset` within tensor `index` (position in `specs`).
+  Status Write(size_t index, uint64_t offset, ByteSpan bytes);
+  Status Finish();
+
+ private:
+  SafetensorsWriter() = default;
+  std::string path_, tmp_;
+  int fd_ = -1;
+  uint64_t data_start_ = 0;
+  std::vector<uint64_t> begin_, size_, written_;
 };
 
 // Serializes the header for `tensors` laid out in the given order (padded with spaces to a

@@ -260,3 +260,47 @@ TEST(Safetensors, FileRoundTripThroughMmap) {
 
 }  // namespace
 }  // namespace kvcs::tensorio
+
+namespace kvcs::tensorio {
+namespace {
+
+TEST(SafetensorsWriter, PiecewiseOutOfOrderEqualsWholeEncode) {
+  auto dir = std::filesystem::temp_directory_path();
+  auto path = (dir / ("kvcs_stw_" + std::to_string(::getpid()) + ".safetensors")).string();
+  uint8_t a[6] = {1, 2, 3, 4, 5, 6};
+  uint8_t b[4] = {9, 8, 7, 6};
+  std::vector<TensorSpec> specs = {{"a", Dtype::kU16, {3}}, {"b", Dtype::kI32, {}}};
+  {
+    auto w = SafetensorsWriter::Create(path, specs, {{"m", "x"}});
+    ASSERT_TRUE(w.ok()) << w.status().ToString();
+    ASSERT_TRUE(w->Write(1, 0, ByteSpan(b, 4)).ok());
+    ASSERT_TRUE(w->Write(0, 4, ByteSpan(a + 4, 2)).ok());
+    EXPECT_TRUE(w->Write(0, 5, ByteSpan(a, 2)).Is(SafetensorsError::kBadOffsets));
+    EXPECT_EQ(w->Finish().code(), Code::kInternal);  // tensor a is incomplete
+    ASSERT_TRUE(w->Write(0, 0, ByteSpan(a, 4)).ok());
+    ASSERT_TRUE(w->Finish().ok());
+  }
+  std::ifstream in(path, std::ios::binary);
+  Bytes got((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  auto want = EncodeSafetensors(
+      {{"a", Dtype::kU16, {3}, ByteSpan(a, 6)}, {"b", Dtype::kI32, {}, ByteSpan(b, 4)}},
+      {{"m", "x"}});
+  ASSERT_TRUE(want.ok());
+  EXPECT_EQ(got, *want);
+  std::filesystem::remove(path);
+}
+
+TEST(SafetensorsWriter, AbandonedWriterLeavesNoFile) {
+  auto path = (std::filesystem::temp_directory_path() /
+               ("kvcs_stw2_" + std::to_string(::getpid()) + ".safetensors"))
+                  .string();
+  {
+    auto w = SafetensorsWriter::Create(path, {{"a", Dtype::kU8, {4}}}, {});
+    ASSERT_TRUE(w.ok());
+  }
+  EXPECT_FALSE(std::filesystem::exists(path));
+  EXPECT_FALSE(std::filesystem::exists(path + ".tmp"));
+}
+
+}  // namespace
+}  // namespace kvcs::tensorio
