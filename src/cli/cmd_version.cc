@@ -10,7 +10,8 @@ RunFn Setup(CLI::App& app) {
   auto* cmd = app.add_subcommand("version", "Print the kvcs version and protocol versions");
   cmd->footer("Example:\n  kvcs version");
   return [] {
-    std::cout << "kvcs 0.1.0 (KVSP v1 as defined by the project; KVCS profile kvcs-1; MOQT draft-22)\n";
+    std::cout
+        << "kvcs 0.1.0 (KVSP v1 as defined by the project; KVCS profile kvcs-1; MOQT draft-22)\n";
     return 0;
   };
 }
