@@ -1,0 +1,258 @@
+#include "tensorio/kv_cache.h"
+
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+
+#include "common/hex.h"
+#include "kvsp/block_keys.h"
+#include "kvsp/container.h"
+
+namespace kvcs::tensorio {
+namespace {
+
+namespace fs = std::filesystem;
+
+// A small cache: 2 layers, 2 KV heads, head_dim 4, bf16, B = 4, T = 10 (2 full blocks, tail 2).
+constexpr const char* kDescriptor =
+    R"({"kvsp":1,"model":"test/tiny","model_rev":"r1","tokenizer_rev":"t1","attn":"gqa",)"
+    R"("layers":2,"kv_heads":2,"head_dim":4,"kv_dtype":"bf16","block_tokens":4,"layout":"thd"})";
+constexpr uint64_t kT = 10, kH = 2, kD = 4, kL = 2;
+
+struct TinyCache {
+  std::vector<Bytes> k, v;
+  Bytes ids;
+  std::map<std::string, std::string> meta = {{"kvsp.descriptor", kDescriptor}, {"format", "pt"}};
+  std::vector<TensorToWrite> tensors;
+
+  TinyCache() {
+    for (uint64_t l = 0; l < kL; ++l) {
+      Bytes kb(kT * kH * kD * 2), vb(kb.size());
+      for (size_t i = 0; i < kb.size(); ++i) {
+        kb[i] = uint8_t(i * 7 + l * 13 + 1);
+        vb[i] = uint8_t(i * 11 + l * 5 + 3);
+      }
+      k.push_back(kb);
+      v.push_back(vb);
+    }
+    for (uint64_t t = 0; t < kT; ++t) {
+      uint64_t id = 1000 + t;
+      for (int j = 0; j < 8; ++j) ids.push_back(uint8_t(id >> (8 * j)));
+    }
+    Rebuild();
+  }
+  void Rebuild() {
+    tensors.clear();
+    for (uint64_t l = 0; l < kL; ++l) {
+      tensors.push_back({"layers." + std::to_string(l) + ".k", Dtype::kBF16, {kT, kH, kD}, k[l]});
+      tensors.push_back({"layers." + std::to_string(l) + ".v", Dtype::kBF16, {kT, kH, kD}, v[l]});
+    }
+    tensors.push_back({"token_ids", Dtype::kI64, {kT}, ids});
+  }
+  Bytes Encode() const { return *EncodeSafetensors(tensors, meta); }
+};
+
+fs::path TempDir(const std::string& name) {
+  fs::path p = fs::temp_directory_path() / ("kvcs_kv_" + std::to_string(::getpid()) + "_" + name);
+  fs::remove_all(p);
+  return p;
+}
+
+TEST(KvCache, ReadsTheConvention) {
+  TinyCache c;
+  Bytes file = c.Encode();
+  auto v = SafetensorsView::Parse(file);
+  ASSERT_TRUE(v.ok());
+  auto kv = ReadKvCache(*v);
+  ASSERT_TRUE(kv.ok()) << kv.status().ToString();
+  EXPECT_EQ(kv->tokens(), kT);
+  EXPECT_EQ(kv->full_blocks(), 2u);
+  EXPECT_EQ(kv->tail_tokens(), 2u);
+  EXPECT_EQ(kv->token_ids[3], 1003u);
+  ByteSpan s = kv->KSection(1, 2);  // layer 1, block 2: tokens 4..7
+  ASSERT_EQ(s.size(), 4 * kH * kD * 2);
+  EXPECT_EQ(0, std::memcmp(s.data(), c.k[1].data() + 4 * kH * kD * 2, s.size()));
+}
+
+TEST(KvCache, RejectsViolationsWithTypedErrors) {
+  struct Case {
+    const char* name;
+    std::function<void(TinyCache&)> mutate;
+    KvCacheError want;
+  };
+  std::vector<Case> cases = {
+      {"no_descriptor", [](TinyCache& c) { c.meta.erase("kvsp.descriptor"); },
+       KvCacheError::kNoDescriptor},
+      {"bad_descriptor", [](TinyCache& c) { c.meta["kvsp.descriptor"] = "{\"kvsp\":2}"; },
+       KvCacheError::kBadDescriptor},
+      {"missing_v", [](TinyCache& c) { c.tensors.erase(c.tensors.begin() + 3); },
+       KvCacheError::kMissingTensor},
+      {"missing_token_ids", [](TinyCache& c) { c.tensors.pop_back(); },
+       KvCacheError::kMissingTensor},
+      {"wrong_dtype", [](TinyCache& c) { c.tensors[0].dtype = Dtype::kF16; },
+       KvCacheError::kWrongDtype},
+      {"wrong_shape",
+       [](TinyCache& c) {
+         c.tensors[0].shape = {kT, kD, kH};
+       },
+       KvCacheError::kWrongShape},
+      {"token_count_differs",
+       [](TinyCache& c) {
+         c.tensors.back().shape = {kT - 1};
+         c.tensors.back().data = c.tensors.back().data.subspan(0, (kT - 1) * 8);
+       },
+       KvCacheError::kWrongShape},
+      {"token_ids_float", [](TinyCache& c) { c.tensors.back().dtype = Dtype::kF64; },
+       KvCacheError::kWrongDtype},
+      {"negative_token",
+       [](TinyCache& c) {
+         for (int j = 0; j < 8; ++j) c.ids[8 + j] = 0xff;
+       },
+       KvCacheError::kTokenOutOfRange},
+      {"unexpected_tensor",
+       [](TinyCache& c) {
+         c.tensors.push_back({"layers.2.k", Dtype::kBF16, {kT, kH, kD}, c.k[0]});
+       },
+       KvCacheError::kUnexpectedTensor},
+  };
+  for (auto& tc : cases) {
+    TinyCache c;
+    tc.mutate(c);
+    Bytes file = *EncodeSafetensors(c.tensors, c.meta);
+    auto v = SafetensorsView::Parse(file);
+    ASSERT_TRUE(v.ok()) << tc.name;
+    auto kv = ReadKvCache(*v);
+    ASSERT_FALSE(kv.ok()) << tc.name;
+    EXPECT_TRUE(kv.status().Is(tc.want)) << tc.name << ": " << kv.status().ToString();
+  }
+}
+
+Bytes Slurp(const fs::path& p) {
+  std::ifstream in(p, std::ios::binary);
+  return Bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+}
+
+class PackRoundTrip : public ::testing::TestWithParam<kvsp::Codec> {};
+
+TEST_P(PackRoundTrip, UnpackGivesTheFullBlocksBitExact) {
+  TinyCache c;
+  Bytes file = c.Encode();
+  auto v = SafetensorsView::Parse(file);
+  auto kv = ReadKvCache(*v);
+  ASSERT_TRUE(kv.ok());
+  fs::path dir = TempDir("rt" + std::to_string(int(GetParam())));
+  auto r = PackDirectory(*kv, kvsp::PublicScopeKey(), true, GetParam(), dir.string());
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_EQ(r->blocks, 2u);
+  EXPECT_EQ(r->tail_tokens, 2u);
+  EXPECT_TRUE(fs::exists(dir / (ToHex(r->block_keys[0]) + ".kvsp")));
+  // The keys are the chain's.
+  Digest chain = kvsp::ChainKey(kvsp::PublicScopeKey(), kvsp::CompatId(kv->descriptor));
+  EXPECT_EQ(r->block_keys, kvsp::BlockKeys(chain, 4, kv->token_ids));
+  // Packing twice into the same directory is refused.
+  EXPECT_EQ(
+      PackDirectory(*kv, kvsp::PublicScopeKey(), true, GetParam(), dir.string()).status().code(),
+      Code::kAlreadyExists);
+
+  std::string out = (dir / "back.safetensors").string();
+  auto u = UnpackDirectory(dir.string(), out, std::nullopt);
+  ASSERT_TRUE(u.ok()) << u.status().ToString();
+  EXPECT_TRUE(u->keys_rederived);
+  EXPECT_EQ(u->tokens, 8u);
+  auto back = SafetensorsFile::Open(out);
+  ASSERT_TRUE(back.ok());
+  auto kv2 = ReadKvCache(back->view());
+  ASSERT_TRUE(kv2.ok()) << kv2.status().ToString();
+  EXPECT_EQ(kv2->tokens(), 8u);
+  bool lossless = GetParam() == kvsp::Codec::kRaw || GetParam() == kvsp::Codec::kZstd;
+  for (uint32_t l = 0; l < kL; ++l) {
+    ASSERT_EQ(kv2->k[l].size(), 8 * kH * kD * 2);
+    if (lossless) {
+      EXPECT_EQ(0, std::memcmp(kv2->k[l].data(), c.k[l].data(), kv2->k[l].size())) << l;
+      EXPECT_EQ(0, std::memcmp(kv2->v[l].data(), c.v[l].data(), kv2->v[l].size())) << l;
+    }
+  }
+  for (size_t i = 0; i < 8; ++i) EXPECT_EQ(kv2->token_ids[i], 1000 + i);
+  fs::remove_all(dir);
+}
+
+INSTANTIATE_TEST_SUITE_P(Codecs, PackRoundTrip,
+                         ::testing::Values(kvsp::Codec::kRaw, kvsp::Codec::kZstd));
+
+TEST(Unpack, RefusesADamagedContainerAndWritesNothing) {
+  TinyCache c;
+  Bytes file = c.Encode();
+  auto v = SafetensorsView::Parse(file);
+  auto kv = ReadKvCache(*v);
+  fs::path dir = TempDir("bad");
+  auto r = PackDirectory(*kv, kvsp::PublicScopeKey(), true, kvsp::Codec::kRaw, dir.string());
+  ASSERT_TRUE(r.ok());
+  fs::path victim = dir / (ToHex(r->block_keys[1]) + ".kvsp");
+  Bytes b = Slurp(victim);
+  b[b.size() - 1] ^= 0x01;  // a K/V byte of the last layer
+  std::ofstream(victim, std::ios::binary).write(reinterpret_cast<char*>(b.data()), b.size());
+  std::string out = (dir / "back.safetensors").string();
+  auto u = UnpackDirectory(dir.string(), out, std::nullopt);
+  ASSERT_FALSE(u.ok());
+  EXPECT_TRUE(u.status().Is(kvsp::ContainerError::kDigestMismatch)) << u.status().ToString();
+  EXPECT_NE(u.status().message().find(victim.filename().string()), std::string::npos);
+  EXPECT_FALSE(fs::exists(out));
+  EXPECT_FALSE(fs::exists(out + ".tmp"));
+
+  // Swapping two containers: each is intact but not the block the index lists.
+  b[b.size() - 1] ^= 0x01;
+  fs::path first = dir / (ToHex(r->block_keys[0]) + ".kvsp");
+  Bytes a = Slurp(first);
+  std::ofstream(victim, std::ios::binary).write(reinterpret_cast<char*>(a.data()), a.size());
+  u = UnpackDirectory(dir.string(), out, std::nullopt);
+  ASSERT_FALSE(u.ok());
+  EXPECT_TRUE(u.status().Is(kvsp::ContainerError::kBlockKeyMismatch)) << u.status().ToString();
+  fs::remove_all(dir);
+}
+
+TEST(Unpack, PrivateScopeRederivesOnlyWithTheKey) {
+  TinyCache c;
+  Bytes file = c.Encode();
+  auto v = SafetensorsView::Parse(file);
+  auto kv = ReadKvCache(*v);
+  kvsp::ScopeKey key{};
+  key[0] = 42;
+  fs::path dir = TempDir("priv");
+  ASSERT_TRUE(PackDirectory(*kv, key, false, kvsp::Codec::kRaw, dir.string()).ok());
+  std::string out = (dir / "o.safetensors").string();
+  auto u = UnpackDirectory(dir.string(), out, std::nullopt);
+  ASSERT_TRUE(u.ok());
+  EXPECT_FALSE(u->keys_rederived);
+  fs::remove(out);
+  u = UnpackDirectory(dir.string(), out, key);
+  ASSERT_TRUE(u.ok());
+  EXPECT_TRUE(u->keys_rederived);
+  kvsp::ScopeKey wrong{};
+  u = UnpackDirectory(dir.string(), out + "2", wrong);
+  EXPECT_TRUE(u.status().Is(KvCacheError::kKeyChainMismatch));
+  fs::remove_all(dir);
+}
+
+TEST(Pack, NoFullBlockIsRefused) {
+  TinyCache c;
+  c.tensors.clear();
+  Bytes k(3 * kH * kD * 2), ids(3 * 8);
+  for (uint64_t l = 0; l < kL; ++l) {
+    c.tensors.push_back({"layers." + std::to_string(l) + ".k", Dtype::kBF16, {3, kH, kD}, k});
+    c.tensors.push_back({"layers." + std::to_string(l) + ".v", Dtype::kBF16, {3, kH, kD}, k});
+  }
+  c.tensors.push_back({"token_ids", Dtype::kI64, {3}, ids});
+  Bytes file = *EncodeSafetensors(c.tensors, c.meta);
+  auto v = SafetensorsView::Parse(file);
+  auto kv = ReadKvCache(*v);
+  ASSERT_TRUE(kv.ok());
+  EXPECT_EQ(kv->tail_tokens(), 3u);
+  auto r =
+      PackDirectory(*kv, kvsp::PublicScopeKey(), true, kvsp::Codec::kRaw, TempDir("none").string());
+  EXPECT_TRUE(r.status().Is(KvCacheError::kNoFullBlock));
+}
+
+}  // namespace
+}  // namespace kvcs::tensorio
