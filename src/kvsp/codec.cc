@@ -97,8 +97,8 @@ constexpr float QMax(Codec c) { return c == Codec::kInt8 ? 127.0f : kFp8E4m3Max;
 template <Codec C>
 inline uint8_t Quantize(float v) {
   if constexpr (C == Codec::kInt8) {
-    float r = RoundHalfEven(std::clamp(v, -127.0f, 127.0f));
-    return static_cast<uint8_t>(static_cast<int8_t>(r));
+    float r = RoundHalfEven(std::min(std::max(v, -127.0f), 127.0f));
+    return static_cast<uint8_t>(static_cast<int32_t>(r));
   } else {
     return FloatToFp8E4m3(v);
   }
@@ -107,24 +107,25 @@ inline uint8_t Quantize(float v) {
 template <Codec C, Dtype D>
 Status QuantizeSection(const SectionShape& s, ByteSpan raw, Bytes* out) {
   const uint64_t H = s.heads, D_ = s.head_dim, T = s.tokens;
+  constexpr size_t kSize = D == Dtype::kFp32 ? 4 : 2;
   const uint8_t* in = raw.data();
-  std::vector<float> amax(H, 0.0f);
+  // Per-head max |x| as the bits of |x|: for non-negative floats integer order is float order,
+  // and infinity and NaN compare above every finite value, so one check at the end finds them.
+  std::vector<uint32_t> amax_bits(H, 0);
   for (uint64_t t = 0; t < T; ++t) {
     for (uint64_t h = 0; h < H; ++h) {
-      uint64_t base = (t * H + h) * D_;
-      float m = amax[h];
-      bool finite = true;
+      const uint8_t* __restrict src = in + (t * H + h) * D_ * kSize;
+      uint32_t m = amax_bits[h];
       for (uint64_t d = 0; d < D_; ++d) {
-        float v = Load<D>(in, base + d);
-        finite &= std::isfinite(v);
-        m = std::max(m, std::fabs(v));
+        m = std::max(m, BitCast<uint32_t>(Load<D>(src, d)) & 0x7fffffffu);
       }
-      if (!finite) {
-        return Err(Code::kInvalidArgument, CodecError::kNonFinite,
-                   "cannot quantize NaN or infinity (token " + std::to_string(t) + ", head " +
-                       std::to_string(h) + ")");
-      }
-      amax[h] = m;
+      amax_bits[h] = m;
+    }
+  }
+  for (uint64_t h = 0; h < H; ++h) {
+    if (amax_bits[h] >= 0x7f800000u) {
+      return Err(Code::kInvalidArgument, CodecError::kNonFinite,
+                 "cannot quantize NaN or infinity (head " + std::to_string(h) + ")");
     }
   }
   size_t at = out->size();
@@ -133,7 +134,7 @@ Status QuantizeSection(const SectionShape& s, ByteSpan raw, Bytes* out) {
   std::vector<float> inv(H);
   std::vector<double> inv_d(H);
   for (uint64_t h = 0; h < H; ++h) {
-    float scale = amax[h] / QMax(C);
+    float scale = std::bit_cast<float>(amax_bits[h]) / QMax(C);
     std::memcpy(o + 4 * h, &scale, 4);
     inv_d[h] = scale > 0 ? 1.0 / static_cast<double>(scale) : 0.0;
     inv[h] = static_cast<float>(inv_d[h]);  // may be inf for tiny scales; see below
@@ -141,15 +142,17 @@ Status QuantizeSection(const SectionShape& s, ByteSpan raw, Bytes* out) {
   uint8_t* q = o + 4 * H;
   for (uint64_t t = 0; t < T; ++t) {
     for (uint64_t h = 0; h < H; ++h) {
-      uint64_t base = (t * H + h) * D_;
+      const uint64_t base = (t * H + h) * D_;
+      const uint8_t* __restrict src = in + base * kSize;
+      uint8_t* __restrict dst = q + base;
       if (std::isfinite(inv[h])) {
         const float k = inv[h];
-        for (uint64_t d = 0; d < D_; ++d) q[base + d] = Quantize<C>(Load<D>(in, base + d) * k);
+        for (uint64_t d = 0; d < D_; ++d) dst[d] = Quantize<C>(Load<D>(src, d) * k);
       } else {
         // Scale below ~2^-126: multiply in double so the scaled values stay finite.
         const double k = inv_d[h];
         for (uint64_t d = 0; d < D_; ++d) {
-          q[base + d] = Quantize<C>(static_cast<float>(Load<D>(in, base + d) * k));
+          dst[d] = Quantize<C>(static_cast<float>(Load<D>(src, d) * k));
         }
       }
     }
@@ -160,6 +163,7 @@ Status QuantizeSection(const SectionShape& s, ByteSpan raw, Bytes* out) {
 template <Codec C, Dtype D>
 Status DequantizeSection(const SectionShape& s, ByteSpan enc, std::span<uint8_t> out) {
   const uint64_t H = s.heads, D_ = s.head_dim, T = s.tokens;
+  constexpr size_t kSize = D == Dtype::kFp32 ? 4 : 2;
   std::vector<float> scale(H);
   for (uint64_t h = 0; h < H; ++h) {
     std::memcpy(&scale[h], enc.data() + 4 * h, 4);
@@ -169,14 +173,15 @@ Status DequantizeSection(const SectionShape& s, ByteSpan enc, std::span<uint8_t>
     }
   }
   const uint8_t* q = enc.data() + 4 * H;
-  uint8_t* o = out.data();
-  bool nan_code = false;
+  uint32_t nan_code = 0;
   for (uint64_t t = 0; t < T; ++t) {
     for (uint64_t h = 0; h < H; ++h) {
-      uint64_t base = (t * H + h) * D_;
+      const uint64_t base = (t * H + h) * D_;
+      const uint8_t* __restrict src = q + base;
+      uint8_t* __restrict dst = out.data() + base * kSize;
       const float k = scale[h];
       for (uint64_t d = 0; d < D_; ++d) {
-        uint8_t b = q[base + d];
+        const uint8_t b = src[d];
         float v;
         if constexpr (C == Codec::kInt8) {
           v = static_cast<float>(static_cast<int8_t>(b));
@@ -184,7 +189,7 @@ Status DequantizeSection(const SectionShape& s, ByteSpan enc, std::span<uint8_t>
           nan_code |= IsFp8E4m3Nan(b);
           v = Fp8E4m3ToFloat(b);
         }
-        Store<D>(o, base + d, v * k);
+        Store<D>(dst, d, v * k);
       }
     }
   }
