@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "common/hex.h"
+#include "profile/codecs.h"
 
 namespace kvcs::profile {
 namespace {
@@ -241,6 +242,27 @@ TEST(Object, LargeRoundTrip) {
   auto dec = DecodeObject(*enc, e);
   ASSERT_TRUE(dec.ok()) << dec.status().ToString();
   EXPECT_TRUE(std::equal(dec->data.begin(), dec->data.end(), data.begin(), data.end()));
+}
+
+}  // namespace
+}  // namespace kvcs::profile
+
+namespace kvcs::profile {
+namespace {
+
+TEST(Codecs, RegistryThroughKvsp) {
+  EXPECT_EQ(CodecValueForName("raw"), 1);
+  EXPECT_EQ(CodecValueForName("zstd"), 2);
+  EXPECT_EQ(CodecValueForName("fp8-e4m3"), 3);
+  EXPECT_EQ(CodecValueForName("cachegen"), 7);
+  EXPECT_EQ(CodecValueForName("lz4"), std::nullopt);
+  EXPECT_EQ(CodecValueForName("RAW"), std::nullopt);
+  EXPECT_EQ(CodecValueForName(""), std::nullopt);
+  EXPECT_FALSE(IsRegisteredCodecValue(0));
+  for (uint16_t v = 1; v <= 7; ++v) EXPECT_TRUE(IsRegisteredCodecValue(v)) << v;
+  EXPECT_FALSE(IsRegisteredCodecValue(8));
+  EXPECT_FALSE(IsRegisteredCodecValue(0xff00));
+  EXPECT_FALSE(IsRegisteredCodecValue(0xffff));
 }
 
 }  // namespace
