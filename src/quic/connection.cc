@@ -1,0 +1,1069 @@
+#include "quic/connection.h"
+
+#include <gnutls/crypto.h>
+#include <ngtcp2/ngtcp2_crypto_gnutls.h>
+
+#include <chrono>
+
+#include "common/log.h"
+
+namespace kvcs::quic {
+
+using transport::CloseInfo;
+using transport::TransportError;
+
+ngtcp2_tstamp NowTs() {
+  return static_cast<ngtcp2_tstamp>(std::chrono::duration_cast<std::chrono::nanoseconds>(
+                                        std::chrono::steady_clock::now().time_since_epoch())
+                                        .count());
+}
+
+namespace {
+// Server connection IDs are 18 bytes (random; ngtcp2's examples use the same length).
+constexpr size_t kScidLen = 18;
+// Vectors handed to one ngtcp2_conn_writev_stream call (a packet spans at most 2 chunks).
+constexpr size_t kMaxIov = 4;
+
+Status Err(TransportError e, std::string msg, Code code = Code::kFailedPrecondition) {
+  return {code, std::move(msg), static_cast<int>(e)};
+}
+}  // namespace
+
+// ----------------------------------------------------------------------------------------------
+class QuicStream : public transport::Stream {
+ public:
+  QuicStream(Connection* c, int64_t id) : c_(c), id_(id), send_(&c->pool_), recv_(&c->pool_) {}
+
+  transport::StreamId GetStreamId() const override { return static_cast<uint64_t>(id_); }
+  bool IsBidirectional() const override { return ngtcp2_is_bidi_stream(id_); }
+  bool IsLocallyInitiated() const override {
+    return c_->conn_ && ngtcp2_conn_is_local_stream(c_->conn_, id_);
+  }
+  bool HasReadSide() const { return IsBidirectional() || !IsLocallyInitiated(); }
+  bool HasWriteSide() const { return IsBidirectional() || IsLocallyInitiated(); }
+
+  ReadResult Read(std::span<uint8_t> out) override {
+    size_t n = recv_.Read(out);
+    bool fin = Consumed(n);
+    return {n, fin};
+  }
+  PeekResult PeekReadable() const override {
+    auto s = recv_.Peek();
+    return {s, fin_received_ && s.size() == recv_.Readable()};
+  }
+  bool Consume(size_t n) override {
+    n = std::min(n, recv_.Readable());
+    recv_.Consume(n);
+    return Consumed(n);
+  }
+  size_t ReadableBytes() const override { return recv_.Readable(); }
+
+  bool CanWrite() const override {
+    return HasWriteSide() && !write_closed_ && c_->IsOpen() &&
+           send_.Buffered() < c_->limits_.stream_send_buffer;
+  }
+  Status Write(ByteSpan data, bool fin) override {
+    if (!HasWriteSide()) return Err(TransportError::kNotWritable, "stream is receive-only");
+    if (!c_->IsOpen()) return Err(TransportError::kSessionClosed, "session is not open");
+    if (write_closed_) return Err(TransportError::kWriteClosed, "stream write side is closed");
+    if (send_.Buffered() >= c_->limits_.stream_send_buffer) {
+      want_can_write_ = true;
+      return Err(TransportError::kWriteBlocked, "stream send buffer full; wait for OnCanWrite",
+                 Code::kResourceExhausted);
+    }
+    send_.Append(data);
+    if (fin) {
+      fin_requested_ = true;
+      write_closed_ = true;
+    }
+    if (send_.Buffered() >= c_->limits_.stream_send_buffer) want_can_write_ = true;
+    c_->Enqueue(this);
+    c_->ScheduleFlush();
+    return Status::Ok();
+  }
+  size_t BufferedBytes() const override { return send_.Buffered(); }
+
+  void ResetWithCode(transport::ErrorCode code) override {
+    if (!HasWriteSide() || write_reset_ || (fin_acked_)) return;
+    write_closed_ = write_reset_ = true;
+    if (c_->conn_ && !transport_closed_) ngtcp2_conn_shutdown_stream_write(c_->conn_, id_, code);
+    c_->ScheduleFlush();
+  }
+  void SendStopSending(transport::ErrorCode code) override {
+    if (!HasReadSide() || read_finished_) return;
+    read_finished_ = true;
+    size_t dropped = recv_.Clear();
+    if (c_->conn_) {
+      if (!transport_closed_) ngtcp2_conn_shutdown_stream_read(c_->conn_, id_, code);
+      // Bytes ngtcp2 delivered but the application never consumed still count against the
+      // connection window; return them (ngtcp2 credits only what it had not delivered).
+      if (dropped) ngtcp2_conn_extend_max_offset(c_->conn_, dropped);
+    }
+    c_->sweep_.push_back(this);
+    c_->ScheduleFlush();
+  }
+
+  void SetVisitor(std::unique_ptr<transport::StreamVisitor> v) override { visitor_ = std::move(v); }
+  transport::StreamVisitor* visitor() override { return visitor_.get(); }
+
+  // Called after the application consumed n bytes; returns true at the FIN.
+  bool Consumed(size_t n) {
+    if (n > 0 && c_->conn_ && !read_finished_) {
+      if (!transport_closed_) ngtcp2_conn_extend_max_stream_offset(c_->conn_, id_, n);
+      ngtcp2_conn_extend_max_offset(c_->conn_, n);
+      c_->ScheduleFlush();
+    }
+    if (fin_received_ && recv_.Readable() == 0) {
+      if (!read_finished_) {
+        read_finished_ = true;
+        c_->sweep_.push_back(this);
+        c_->ScheduleFlush();
+      }
+      return true;
+    }
+    return false;
+  }
+  bool HasPendingSend() const {
+    return !write_reset_ && (send_.Unsent() > 0 || (fin_requested_ && !fin_sent_));
+  }
+  bool ReadDone() const { return !HasReadSide() || read_finished_; }
+
+  Connection* c_;
+  int64_t id_;
+  SendBuffer send_;
+  RecvBuffer recv_;
+  std::unique_ptr<transport::StreamVisitor> visitor_;
+  bool fin_requested_ = false, fin_sent_ = false, fin_acked_ = false;
+  bool write_closed_ = false, write_reset_ = false;
+  bool want_can_write_ = false;
+  bool in_sendq_ = false, blocked_ = false;
+  bool fin_received_ = false, read_finished_ = false, read_event_pending_ = false;
+  bool transport_closed_ = false;
+};
+
+// ----------------------------------------------------------------------------------------------
+// ngtcp2 callbacks: thin functions that forward to Connection members.
+struct Callbacks {
+  static Connection* C(void* ud) { return static_cast<Connection*>(ud); }
+  static int RecvStreamData(ngtcp2_conn*, uint32_t flags, int64_t id, uint64_t, const uint8_t* d,
+                            size_t n, void* ud, void* sud) {
+    return C(ud)->OnRecvStreamData(flags, id, d, n, sud);
+  }
+  static int Acked(ngtcp2_conn*, int64_t id, uint64_t off, uint64_t n, void* ud, void* sud) {
+    return C(ud)->OnAcked(id, off, n, sud);
+  }
+  static int StreamOpen(ngtcp2_conn*, int64_t id, void* ud) { return C(ud)->OnStreamOpen(id); }
+  static int StreamClose(ngtcp2_conn*, uint32_t flags, int64_t id, uint64_t code, void* ud,
+                         void* sud) {
+    return C(ud)->OnStreamClose(flags, id, code, sud);
+  }
+  static int StreamReset(ngtcp2_conn*, int64_t id, uint64_t, uint64_t code, void* ud, void* sud) {
+    return C(ud)->OnStreamReset(id, code, sud);
+  }
+  static int StopSending(ngtcp2_conn*, int64_t id, uint64_t code, void* ud, void* sud) {
+    return C(ud)->OnStopSending(id, code, sud);
+  }
+  static int ExtendMaxStreamData(ngtcp2_conn*, int64_t id, uint64_t, void* ud, void* sud) {
+    return C(ud)->OnExtendMaxStreamData(id, sud);
+  }
+  static int ExtendMaxLocalBidi(ngtcp2_conn*, uint64_t, void* ud) {
+    C(ud)->Push(Connection::Ev::kCanOpenBidi);
+    return 0;
+  }
+  static int ExtendMaxLocalUni(ngtcp2_conn*, uint64_t, void* ud) {
+    C(ud)->Push(Connection::Ev::kCanOpenUni);
+    return 0;
+  }
+  static int RecvDatagram(ngtcp2_conn*, uint32_t, const uint8_t* d, size_t n, void* ud) {
+    return C(ud)->OnRecvDatagram(d, n);
+  }
+  static int HandshakeCompleted(ngtcp2_conn*, void* ud) {
+    Connection* c = C(ud);
+    if (c->state_ == Connection::State::kHandshaking) c->state_ = Connection::State::kOpen;
+    c->Push(Connection::Ev::kReady);
+    return 0;
+  }
+  static void Rand(uint8_t* dest, size_t len, const ngtcp2_rand_ctx*) {
+    gnutls_rnd(GNUTLS_RND_RANDOM, dest, len);
+  }
+  static int NewCid(ngtcp2_conn*, ngtcp2_cid* cid, uint8_t* token, size_t len, void* ud) {
+    return C(ud)->OnNewCid(cid, token, len);
+  }
+  static int RemoveCid(ngtcp2_conn*, const ngtcp2_cid* cid, void* ud) {
+    return C(ud)->OnRemoveCid(cid);
+  }
+  static ngtcp2_conn* GetConn(ngtcp2_crypto_conn_ref* ref) {
+    return static_cast<Connection*>(ref->user_data)->conn_;
+  }
+};
+
+// ----------------------------------------------------------------------------------------------
+Connection::Connection(boost::asio::io_context& io, ConnectionOwner* owner, bool is_server,
+                       const TransportLimits& limits)
+    : io_(io), owner_(owner), is_server_(is_server), limits_(limits), timer_(io) {
+  conn_ref_.get_conn = Callbacks::GetConn;
+  conn_ref_.user_data = this;
+  limits_.max_udp_payload = std::min(limits_.max_udp_payload, kMaxPacketSize);
+}
+
+Connection::~Connection() {
+  // A client destroyed while open tells the server (best effort) instead of letting it time out.
+  if (!is_server_ && conn_ && owner_ && state_ < State::kClosing) {
+    CloseSession(0, "client closed");
+  }
+  Kill();
+  streams_.clear();
+  if (conn_) ngtcp2_conn_del(conn_);
+}
+
+void Connection::Kill() {
+  alive_ = std::make_shared<char>(0);  // invalidates posted work and timer handlers
+  timer_.cancel();
+  events_.clear();
+  sendq_.clear();
+}
+
+ngtcp2_callbacks Connection::MakeCallbacks() const {
+  ngtcp2_callbacks cb{};
+  if (is_server_) {
+    cb.recv_client_initial = ngtcp2_crypto_recv_client_initial_cb;
+  } else {
+    cb.client_initial = ngtcp2_crypto_client_initial_cb;
+    cb.recv_retry = ngtcp2_crypto_recv_retry_cb;
+  }
+  cb.recv_crypto_data = ngtcp2_crypto_recv_crypto_data_cb;
+  cb.encrypt = ngtcp2_crypto_encrypt_cb;
+  cb.decrypt = ngtcp2_crypto_decrypt_cb;
+  cb.hp_mask = ngtcp2_crypto_hp_mask_cb;
+  cb.update_key = ngtcp2_crypto_update_key_cb;
+  cb.delete_crypto_aead_ctx = ngtcp2_crypto_delete_crypto_aead_ctx_cb;
+  cb.delete_crypto_cipher_ctx = ngtcp2_crypto_delete_crypto_cipher_ctx_cb;
+  cb.get_path_challenge_data = ngtcp2_crypto_get_path_challenge_data_cb;
+  cb.version_negotiation = ngtcp2_crypto_version_negotiation_cb;
+  cb.handshake_completed = Callbacks::HandshakeCompleted;
+  cb.recv_stream_data = Callbacks::RecvStreamData;
+  cb.acked_stream_data_offset = Callbacks::Acked;
+  cb.stream_open = Callbacks::StreamOpen;
+  cb.stream_close = Callbacks::StreamClose;
+  cb.stream_reset = Callbacks::StreamReset;
+  cb.stream_stop_sending = Callbacks::StopSending;
+  cb.extend_max_stream_data = Callbacks::ExtendMaxStreamData;
+  cb.extend_max_local_streams_bidi = Callbacks::ExtendMaxLocalBidi;
+  cb.extend_max_local_streams_uni = Callbacks::ExtendMaxLocalUni;
+  cb.recv_datagram = Callbacks::RecvDatagram;
+  cb.rand = Callbacks::Rand;
+  cb.get_new_connection_id = Callbacks::NewCid;
+  cb.remove_connection_id = Callbacks::RemoveCid;
+  return cb;
+}
+
+void Connection::FillSettings(ngtcp2_settings* s) const {
+  ngtcp2_settings_default(s);
+  s->initial_ts = NowTs();
+  s->max_tx_udp_payload_size = limits_.max_udp_payload;
+  s->max_window = limits_.max_connection_window;
+  s->max_stream_window = limits_.max_stream_window;
+  s->handshake_timeout =
+      static_cast<ngtcp2_duration>(limits_.handshake_timeout.count()) * NGTCP2_MILLISECONDS;
+  s->cc_algo = NGTCP2_CC_ALGO_CUBIC;
+}
+
+void Connection::FillParams(ngtcp2_transport_params* p) const {
+  ngtcp2_transport_params_default(p);
+  p->initial_max_stream_data_bidi_local = limits_.initial_stream_window;
+  p->initial_max_stream_data_bidi_remote = limits_.initial_stream_window;
+  p->initial_max_stream_data_uni = limits_.initial_stream_window;
+  p->initial_max_data = limits_.initial_connection_window;
+  p->initial_max_streams_bidi = limits_.max_incoming_bidi_streams;
+  p->initial_max_streams_uni = limits_.max_incoming_uni_streams;
+  p->max_idle_timeout =
+      static_cast<ngtcp2_duration>(limits_.idle_timeout.count()) * NGTCP2_MILLISECONDS;
+  p->max_udp_payload_size = kRxSlotSize;
+  p->active_connection_id_limit = 7;
+  p->max_datagram_frame_size = limits_.max_datagram_frame_size;
+}
+
+Status Connection::InitServer(const TlsServerContext& tls, const ngtcp2_pkt_hd& hd,
+                              const ngtcp2_cid* odcid, const SockAddr& remote) {
+  remote_ = remote;
+  ngtcp2_callbacks cb = MakeCallbacks();
+  ngtcp2_settings settings;
+  FillSettings(&settings);
+  settings.token = hd.token;
+  ngtcp2_transport_params params;
+  FillParams(&params);
+  ngtcp2_cid scid;
+  scid.datalen = kScidLen;
+  gnutls_rnd(GNUTLS_RND_RANDOM, scid.data, scid.datalen);
+  if (odcid) {
+    params.original_dcid = *odcid;
+    params.retry_scid = hd.dcid;
+    params.retry_scid_present = 1;
+  } else {
+    params.original_dcid = hd.dcid;
+  }
+  gnutls_rnd(GNUTLS_RND_RANDOM, params.stateless_reset_token, sizeof(params.stateless_reset_token));
+  params.stateless_reset_token_present = 1;
+  UdpSocket& sock = owner_->socket();
+  ngtcp2_path path{{const_cast<sockaddr*>(sock.local().get()), sock.local().len},
+                   {const_cast<sockaddr*>(remote.get()), remote.len},
+                   nullptr};
+  if (int rv = ngtcp2_conn_server_new(&conn_, &hd.scid, &scid, &path, hd.version, &cb, &settings,
+                                      &params, nullptr, this);
+      rv != 0) {
+    return Internal(std::string("ngtcp2_conn_server_new: ") + ngtcp2_strerror(rv));
+  }
+  KVCS_RETURN_IF_ERROR(tls_.InitServer(tls, &conn_ref_));
+  ngtcp2_conn_set_tls_native_handle(conn_, tls_.native());
+  if (limits_.keep_alive.count() > 0) {
+    ngtcp2_conn_set_keep_alive_timeout(
+        conn_, static_cast<ngtcp2_duration>(limits_.keep_alive.count()) * NGTCP2_MILLISECONDS);
+  }
+  return Status::Ok();
+}
+
+Status Connection::InitClient(const TlsClientContext& tls, const std::string& sni,
+                              const SockAddr& remote) {
+  remote_ = remote;
+  ngtcp2_callbacks cb = MakeCallbacks();
+  ngtcp2_settings settings;
+  FillSettings(&settings);
+  ngtcp2_transport_params params;
+  FillParams(&params);
+  ngtcp2_cid dcid, scid;
+  dcid.datalen = NGTCP2_MIN_INITIAL_DCIDLEN;
+  gnutls_rnd(GNUTLS_RND_RANDOM, dcid.data, dcid.datalen);
+  scid.datalen = 16;
+  gnutls_rnd(GNUTLS_RND_RANDOM, scid.data, scid.datalen);
+  UdpSocket& sock = owner_->socket();
+  ngtcp2_path path{{const_cast<sockaddr*>(sock.local().get()), sock.local().len},
+                   {const_cast<sockaddr*>(remote.get()), remote.len},
+                   nullptr};
+  if (int rv = ngtcp2_conn_client_new(&conn_, &dcid, &scid, &path, NGTCP2_PROTO_VER_V1, &cb,
+                                      &settings, &params, nullptr, this);
+      rv != 0) {
+    return Internal(std::string("ngtcp2_conn_client_new: ") + ngtcp2_strerror(rv));
+  }
+  KVCS_RETURN_IF_ERROR(tls_.InitClient(tls, sni, &conn_ref_));
+  ngtcp2_conn_set_tls_native_handle(conn_, tls_.native());
+  if (limits_.keep_alive.count() > 0) {
+    ngtcp2_conn_set_keep_alive_timeout(
+        conn_, static_cast<ngtcp2_duration>(limits_.keep_alive.count()) * NGTCP2_MILLISECONDS);
+  }
+  return Status::Ok();
+}
+
+void Connection::RemoveCid(const CidKey& k) {
+  for (size_t i = 0; i < cids_.size(); ++i) {
+    if (cids_[i] == k) {
+      cids_[i] = cids_.back();
+      cids_.pop_back();
+      return;
+    }
+  }
+}
+
+// ---------------------------------------------------------------------------------- callbacks
+int Connection::OnRecvStreamData(uint32_t flags, int64_t id, const uint8_t* data, size_t len,
+                                 void* sud) {
+  auto* s = static_cast<QuicStream*>(sud);
+  if (!s) return 0;
+  if (s->read_finished_) {
+    // The application abandoned reading; hand the credit straight back.
+    ngtcp2_conn_extend_max_stream_offset(conn_, id, len);
+    ngtcp2_conn_extend_max_offset(conn_, len);
+    return 0;
+  }
+  if (len) s->recv_.Append(data, len);
+  if (flags & NGTCP2_STREAM_DATA_FLAG_FIN) s->fin_received_ = true;
+  if (!s->read_event_pending_) {
+    s->read_event_pending_ = true;
+    Push(Ev::kCanRead, id);
+  }
+  return 0;
+}
+
+int Connection::OnAcked(int64_t id, uint64_t offset, uint64_t len, void* sud) {
+  auto* s = static_cast<QuicStream*>(sud);
+  if (!s) return 0;
+  s->send_.Ack(offset + len);
+  if (s->want_can_write_ && s->CanWrite()) {
+    s->want_can_write_ = false;
+    Push(Ev::kCanWrite, id);
+  }
+  if (s->fin_sent_ && !s->fin_acked_ && offset + len >= s->send_.end() &&
+      s->send_.Buffered() == 0) {
+    s->fin_acked_ = true;
+    Push(Ev::kWriteDone, id);
+  }
+  return 0;
+}
+
+QuicStream* Connection::NewStream(int64_t id) {
+  auto s = std::make_unique<QuicStream>(this, id);
+  QuicStream* p = s.get();
+  streams_[id] = std::move(s);
+  ngtcp2_conn_set_stream_user_data(conn_, id, p);
+  return p;
+}
+
+int Connection::OnStreamOpen(int64_t id) {
+  if (ngtcp2_conn_is_local_stream(conn_, id)) return 0;
+  NewStream(id);
+  if (ngtcp2_is_bidi_stream(id)) {
+    incoming_bidi_.push_back(id);
+    Push(Ev::kIncomingBidi, id);
+  } else {
+    incoming_uni_.push_back(id);
+    Push(Ev::kIncomingUni, id);
+  }
+  return 0;
+}
+
+int Connection::OnStreamClose(uint32_t, int64_t, uint64_t, void* sud) {
+  auto* s = static_cast<QuicStream*>(sud);
+  if (!s) return 0;
+  s->transport_closed_ = true;
+  s->send_.Clear();  // ngtcp2 no longer references the bytes
+  s->write_closed_ = true;
+  sweep_.push_back(s);
+  return 0;
+}
+
+int Connection::OnStreamReset(int64_t id, uint64_t code, void* sud) {
+  auto* s = static_cast<QuicStream*>(sud);
+  if (!s || s->read_finished_) return 0;
+  s->read_finished_ = true;
+  size_t dropped = s->recv_.Clear();
+  if (dropped) ngtcp2_conn_extend_max_offset(conn_, dropped);
+  Push(Ev::kReset, id, code);
+  sweep_.push_back(s);
+  return 0;
+}
+
+int Connection::OnStopSending(int64_t id, uint64_t code, void* sud) {
+  auto* s = static_cast<QuicStream*>(sud);
+  if (!s) return 0;
+  // ngtcp2 answers STOP_SENDING with RESET_STREAM(code) itself.
+  bool was_open = !s->write_reset_;
+  s->write_closed_ = s->write_reset_ = true;
+  if (was_open) Push(Ev::kStopSending, id, code);
+  return 0;
+}
+
+int Connection::OnExtendMaxStreamData(int64_t, void* sud) {
+  auto* s = static_cast<QuicStream*>(sud);
+  if (!s) return 0;
+  s->blocked_ = false;
+  Enqueue(s);
+  return 0;
+}
+
+int Connection::OnRecvDatagram(const uint8_t* data, size_t len) {
+  // Bound memory if the application stops draining events (it cannot: events are dispatched
+  // right after this packet), so a simple cap suffices.
+  if (dgram_rx_.size() >= 1024) return 0;
+  std::vector<uint8_t> buf;
+  if (!dgram_free_.empty()) {
+    buf = std::move(dgram_free_.back());
+    dgram_free_.pop_back();
+  }
+  buf.assign(data, data + len);
+  dgram_rx_.push_back(std::move(buf));
+  Push(Ev::kDatagram);
+  return 0;
+}
+
+int Connection::OnNewCid(ngtcp2_cid* cid, uint8_t* token, size_t cidlen) {
+  cid->datalen = cidlen;
+  gnutls_rnd(GNUTLS_RND_RANDOM, cid->data, cidlen);
+  if (ngtcp2_crypto_generate_stateless_reset_token(token, owner_->static_secret(), 32, cid) != 0) {
+    return NGTCP2_ERR_CALLBACK_FAILURE;
+  }
+  cids_.push_back(CidKey(*cid));
+  owner_->AssociateCid(*cid, this);
+  return 0;
+}
+
+int Connection::OnRemoveCid(const ngtcp2_cid* cid) {
+  RemoveCid(CidKey(*cid));
+  owner_->DissociateCid(*cid);
+  return 0;
+}
+
+// ---------------------------------------------------------------------------------- read path
+void Connection::OnDatagram(const SockAddr& from, const uint8_t* data, size_t len) {
+  if (!conn_) return;
+  switch (state_) {
+    case State::kClosing:
+      // Answer late packets with the same CONNECTION_CLOSE (RFC 9000 §10.2.1).
+      if (!close_buf_.empty()) owner_->socket().SendOne(from, close_buf_.data(), close_buf_.size());
+      return;
+    case State::kDraining:
+    case State::kFinished:
+      return;
+    default:
+      break;
+  }
+  UdpSocket& sock = owner_->socket();
+  ngtcp2_path path{{const_cast<sockaddr*>(sock.local().get()), sock.local().len},
+                   {const_cast<sockaddr*>(from.get()), from.len},
+                   nullptr};
+  ngtcp2_pkt_info pi{};
+  int rv = ngtcp2_conn_read_pkt(conn_, &path, &pi, data, len, NowTs());
+  if (rv != 0) HandleLibError(rv);
+}
+
+void Connection::HandleLibError(int rv) {
+  if (state_ >= State::kClosing) return;
+  switch (rv) {
+    case NGTCP2_ERR_DRAINING:
+      EnterDraining();
+      return;
+    case NGTCP2_ERR_DROP_CONN:
+    case NGTCP2_ERR_RETRY: {
+      CloseInfo info{CloseInfo::Kind::kLocalError, false, 0, "connection dropped"};
+      close_info_ = info;
+      Push(Ev::kClosed);
+      state_ = State::kDraining;
+      StartClosePeriod();
+      return;
+    }
+    case NGTCP2_ERR_IDLE_CLOSE:
+    case NGTCP2_ERR_HANDSHAKE_TIMEOUT: {
+      bool idle = rv == NGTCP2_ERR_IDLE_CLOSE;
+      CloseInfo info{idle ? CloseInfo::Kind::kIdleTimeout : CloseInfo::Kind::kHandshakeTimeout,
+                     false, 0,
+                     idle ? "no packets from the peer within the idle timeout (" +
+                                std::to_string(limits_.idle_timeout.count()) + " ms)"
+                          : "handshake did not complete in time"};
+      close_info_ = info;
+      Push(Ev::kClosed);
+      state_ = State::kFinished;
+      return;
+    }
+    default:
+      break;
+  }
+  ngtcp2_connection_close_error ccerr;
+  ngtcp2_connection_close_error_default(&ccerr);
+  CloseInfo info;
+  info.by_peer = false;
+  if (rv == NGTCP2_ERR_CRYPTO) {
+    uint8_t alert = ngtcp2_conn_get_tls_alert(conn_);
+    ngtcp2_connection_close_error_set_transport_error_tls_alert(&ccerr, alert, nullptr, 0);
+    info.kind = CloseInfo::Kind::kTls;
+    info.code = NGTCP2_CRYPTO_ERROR | alert;
+    info.reason = tls_.FailureDetail();
+  } else {
+    ngtcp2_connection_close_error_set_transport_error_liberr(&ccerr, rv, nullptr, 0);
+    info.kind = CloseInfo::Kind::kTransport;
+    info.code = ccerr.error_code;
+    info.reason = std::string("local transport error: ") + ngtcp2_strerror(rv);
+  }
+  StartClosing(ccerr, std::move(info));
+}
+
+CloseInfo Connection::InfoFromCcerr(const ngtcp2_connection_close_error& e, bool by_peer) const {
+  CloseInfo info;
+  info.by_peer = by_peer;
+  info.code = e.error_code;
+  info.reason.assign(reinterpret_cast<const char*>(e.reason), e.reasonlen);
+  switch (e.type) {
+    case NGTCP2_CONNECTION_CLOSE_ERROR_CODE_TYPE_APPLICATION:
+      info.kind = CloseInfo::Kind::kApplication;
+      break;
+    case NGTCP2_CONNECTION_CLOSE_ERROR_CODE_TYPE_TRANSPORT_IDLE_CLOSE:
+      info.kind = CloseInfo::Kind::kIdleTimeout;
+      break;
+    default:
+      info.kind = (e.error_code & ~uint64_t{0xff}) == NGTCP2_CRYPTO_ERROR
+                      ? CloseInfo::Kind::kTls
+                      : CloseInfo::Kind::kTransport;
+      if (info.kind == CloseInfo::Kind::kTls && by_peer) {
+        std::string detail = tls_.FailureDetail();
+        if (!detail.empty()) info.reason += (info.reason.empty() ? "" : "; ") + detail;
+      }
+  }
+  return info;
+}
+
+void Connection::EnterDraining() {
+  ngtcp2_connection_close_error ccerr;
+  ngtcp2_conn_get_connection_close_error(conn_, &ccerr);
+  close_info_ = InfoFromCcerr(ccerr, /*by_peer=*/true);
+  state_ = State::kDraining;
+  Push(Ev::kClosed);
+  StartClosePeriod();
+}
+
+void Connection::StartClosing(const ngtcp2_connection_close_error& ccerr, CloseInfo info) {
+  if (state_ >= State::kClosing) return;
+  close_info_ = std::move(info);
+  Push(Ev::kClosed);
+  close_buf_.resize(kMaxPacketSize);
+  ngtcp2_path_storage ps;
+  ngtcp2_path_storage_zero(&ps);
+  ngtcp2_pkt_info pi;
+  ngtcp2_ssize n = ngtcp2_conn_write_connection_close(conn_, &ps.path, &pi, close_buf_.data(),
+                                                      close_buf_.size(), &ccerr, NowTs());
+  close_buf_.resize(n > 0 ? static_cast<size_t>(n) : 0);
+  state_ = State::kClosing;
+  if (!close_buf_.empty()) owner_->socket().SendOne(remote_, close_buf_.data(), close_buf_.size());
+  StartClosePeriod();
+}
+
+void Connection::StartClosePeriod() {
+  timer_expiry_ = UINT64_MAX;
+  ngtcp2_duration pto = ngtcp2_conn_get_pto(conn_);
+  timer_.expires_after(std::chrono::nanoseconds(3 * pto));
+  std::weak_ptr<char> alive = alive_;
+  timer_.async_wait([this, alive](const boost::system::error_code& ec) {
+    if (ec || alive.expired()) return;
+    state_ = State::kFinished;
+    AfterIo();
+  });
+}
+
+void Connection::Finish() {
+  std::weak_ptr<char> alive = alive_;
+  Kill();
+  owner_->OnConnectionFinished(this);
+}
+
+// ---------------------------------------------------------------------------------- events
+void Connection::AfterIo() {
+  DispatchEvents();
+  if (state_ == State::kFinished) {
+    Finish();
+    return;
+  }
+  Flush();
+}
+
+void Connection::DispatchEvents() {
+  if (dispatching_) return;
+  dispatching_ = true;
+  std::weak_ptr<char> alive = alive_;
+  for (size_t i = 0; i < events_.size(); ++i) {
+    Event e = events_[i];
+    QuicStream* s = nullptr;
+    if (e.stream_id >= 0) {
+      auto it = streams_.find(e.stream_id);
+      if (it == streams_.end()) continue;
+      s = it->second.get();
+    }
+    transport::StreamVisitor* sv = s ? s->visitor_.get() : nullptr;
+    switch (e.type) {
+      case Ev::kReady:
+        if (is_server_) {
+          announced_ = true;
+          owner_->OnConnectionReady(this);
+        } else {
+          announced_ = true;
+        }
+        if (visitor_ && state_ == State::kOpen) visitor_->OnSessionReady();
+        break;
+      case Ev::kClosed: {
+        // Streams die with the session.
+        auto streams = std::move(streams_);
+        streams_.clear();
+        sendq_.clear();
+        incoming_bidi_.clear();
+        incoming_uni_.clear();
+        sweep_.clear();
+        for (auto& [id, st] : streams) {
+          if (st->visitor_) st->visitor_->OnStreamClosed();
+        }
+        streams.clear();
+        if (announced_) {
+          if (visitor_) visitor_->OnSessionClosed(*close_info_);
+        } else {
+          if (visitor_ && !is_server_) visitor_->OnSessionClosed(*close_info_);
+          owner_->OnConnectionFailed(this, *close_info_);
+        }
+        visitor_ = nullptr;
+        break;
+      }
+      case Ev::kIncomingBidi:
+        if (visitor_) visitor_->OnIncomingBidirectionalStreamAvailable();
+        break;
+      case Ev::kIncomingUni:
+        if (visitor_) visitor_->OnIncomingUnidirectionalStreamAvailable();
+        break;
+      case Ev::kCanRead:
+        s->read_event_pending_ = false;
+        if (sv) sv->OnCanRead();
+        break;
+      case Ev::kCanWrite:
+        if (sv) sv->OnCanWrite();
+        break;
+      case Ev::kReset:
+        if (sv) sv->OnResetStreamReceived(e.code);
+        break;
+      case Ev::kStopSending:
+        if (sv) sv->OnStopSendingReceived(e.code);
+        break;
+      case Ev::kWriteDone:
+        if (sv) sv->OnWriteSideInDataRecvdState();
+        break;
+      case Ev::kDatagram:
+        if (!dgram_rx_.empty()) {
+          std::vector<uint8_t> d = std::move(dgram_rx_.front());
+          dgram_rx_.pop_front();
+          if (visitor_) visitor_->OnDatagramReceived(ByteSpan(d.data(), d.size()));
+          if (dgram_free_.size() < 64) dgram_free_.push_back(std::move(d));
+        }
+        break;
+      case Ev::kCanOpenBidi:
+        if (visitor_ && state_ == State::kOpen)
+          visitor_->OnCanCreateNewOutgoingBidirectionalStream();
+        break;
+      case Ev::kCanOpenUni:
+        if (visitor_ && state_ == State::kOpen)
+          visitor_->OnCanCreateNewOutgoingUnidirectionalStream();
+        break;
+    }
+    if (alive.expired()) return;  // a visitor destroyed the session
+  }
+  events_.clear();
+  dispatching_ = false;
+  SweepStreams();
+}
+
+void Connection::SweepStreams() {
+  if (sweep_.empty()) return;
+  std::vector<QuicStream*> candidates;
+  candidates.swap(sweep_);
+  for (QuicStream* s : candidates) {
+    auto it = streams_.find(s->id_);
+    if (it == streams_.end() || it->second.get() != s) continue;
+    if (!s->transport_closed_ || !s->ReadDone()) continue;
+    if (s->visitor_) s->visitor_->OnStreamClosed();
+    bool remote = !ngtcp2_conn_is_local_stream(conn_, s->id_);
+    bool bidi = ngtcp2_is_bidi_stream(s->id_);
+    for (auto q = sendq_.begin(); q != sendq_.end(); ++q) {
+      if (*q == s) {
+        sendq_.erase(q);
+        break;
+      }
+    }
+    streams_.erase(it);
+    // Return the stream-count credit only now that the application is done with the stream.
+    if (remote && state_ < State::kClosing) {
+      if (bidi) {
+        ngtcp2_conn_extend_max_streams_bidi(conn_, 1);
+      } else {
+        ngtcp2_conn_extend_max_streams_uni(conn_, 1);
+      }
+    }
+  }
+}
+
+void Connection::ScheduleFlush() {
+  if (flush_posted_ || dispatching_) return;  // AfterIo flushes after dispatching anyway
+  flush_posted_ = true;
+  std::weak_ptr<char> alive = alive_;
+  boost::asio::post(io_, [this, alive] {
+    if (alive.expired()) return;
+    flush_posted_ = false;
+    AfterIo();
+  });
+}
+
+void Connection::Enqueue(QuicStream* s) {
+  if (s->in_sendq_ || s->blocked_ || !s->HasPendingSend()) return;
+  s->in_sendq_ = true;
+  sendq_.push_back(s);
+}
+
+// ---------------------------------------------------------------------------------- write path
+bool Connection::CommitAndMaybeSend(size_t nwrite, const ngtcp2_path& path) {
+  UdpSocket& sock = owner_->socket();
+  if (sock.batch_packets() == 0) {
+    memcpy(&remote_.storage, path.remote.addr, path.remote.addrlen);
+    remote_.len = path.remote.addrlen;
+  }
+  if (sock.CommitPacket(nwrite)) {
+    if (!sock.SendBatch(&remote_)) {
+      owner_->WaitWritable();
+      return false;
+    }
+  }
+  return true;
+}
+
+bool Connection::WriteDatagrams(ngtcp2_path_storage* ps, size_t max_pkt, size_t* pkts,
+                                size_t max_pkts, bool* stop) {
+  UdpSocket& sock = owner_->socket();
+  while (!dgram_tx_.empty() && *pkts < max_pkts) {
+    auto& d = dgram_tx_.front();
+    ngtcp2_vec v{d.data(), d.size()};
+    int accepted = 0;
+    ngtcp2_pkt_info pi;
+    ngtcp2_ssize n = ngtcp2_conn_writev_datagram(
+        conn_, &ps->path, &pi, sock.NextPacketBuffer(), max_pkt, &accepted,
+        NGTCP2_WRITE_DATAGRAM_FLAG_MORE, next_dgram_id_, &v, 1, NowTs());
+    if (accepted) {
+      ++next_dgram_id_;
+      if (dgram_free_.size() < 64) dgram_free_.push_back(std::move(d));
+      dgram_tx_.pop_front();
+    }
+    if (n == NGTCP2_ERR_WRITE_MORE) continue;
+    if (n < 0) {
+      if (n == NGTCP2_ERR_INVALID_ARGUMENT && !accepted) {
+        dgram_tx_.pop_front();  // too large for the peer: drop it
+        continue;
+      }
+      HandleLibError(static_cast<int>(n));
+      *stop = true;
+      return false;
+    }
+    if (n == 0) {
+      *stop = true;  // congestion limited
+      return true;
+    }
+    ++*pkts;
+    if (!CommitAndMaybeSend(static_cast<size_t>(n), ps->path)) {
+      *stop = true;
+      return false;
+    }
+  }
+  return true;
+}
+
+void Connection::Flush() {
+  if (!conn_ || state_ >= State::kClosing) return;
+  UdpSocket& sock = owner_->socket();
+  if (sock.blocked()) {
+    owner_->WaitWritable();
+    return;
+  }
+  ngtcp2_tstamp ts = NowTs();
+  ngtcp2_path_storage ps;
+  ngtcp2_path_storage_zero(&ps);
+  size_t max_pkt = limits_.max_udp_payload;
+  size_t max_pkts =
+      std::clamp<size_t>(ngtcp2_conn_get_send_quantum(conn_) / max_pkt, 1, kMaxBatchPackets);
+  size_t pkts = 0;
+  bool stop = false;
+  if (!WriteDatagrams(&ps, max_pkt, &pkts, max_pkts, &stop)) return;
+  while (!stop && pkts < max_pkts) {
+    QuicStream* s = nullptr;
+    while (!sendq_.empty()) {
+      QuicStream* f = sendq_.front();
+      if (f->HasPendingSend() && !f->blocked_) {
+        s = f;
+        break;
+      }
+      f->in_sendq_ = false;
+      sendq_.pop_front();
+    }
+    if (s && s->send_.Unsent() > 0 && ngtcp2_conn_get_max_data_left(conn_) == 0) {
+      s = nullptr;  // connection-level credit exhausted: only control frames now
+    }
+    ngtcp2_vec vec[kMaxIov];
+    size_t vcnt = 0;
+    uint32_t flags = NGTCP2_WRITE_STREAM_FLAG_MORE;
+    int64_t sid = -1;
+    bool fin_attempt = false;
+    size_t unsent_before = 0;
+    if (s) {
+      sid = s->id_;
+      vcnt = s->send_.GatherUnsent(vec, kMaxIov);
+      unsent_before = s->send_.Unsent();
+      size_t gathered = 0;
+      for (size_t i = 0; i < vcnt; ++i) gathered += vec[i].len;
+      if (s->fin_requested_ && gathered == unsent_before) {
+        flags |= NGTCP2_WRITE_STREAM_FLAG_FIN;
+        fin_attempt = true;
+      }
+    }
+    ngtcp2_ssize ndatalen = -1;
+    ngtcp2_pkt_info pi;
+    ngtcp2_ssize n = ngtcp2_conn_writev_stream(conn_, &ps.path, &pi, sock.NextPacketBuffer(),
+                                               max_pkt, &ndatalen, flags, sid, vec, vcnt, ts);
+    if (s && ndatalen >= 0) {
+      s->send_.MarkSent(static_cast<size_t>(ndatalen));
+      if (fin_attempt && static_cast<size_t>(ndatalen) == unsent_before) s->fin_sent_ = true;
+    }
+    if (n < 0) {
+      switch (n) {
+        case NGTCP2_ERR_WRITE_MORE:
+          if (s && !s->HasPendingSend()) {
+            s->in_sendq_ = false;
+            sendq_.pop_front();
+          }
+          continue;
+        case NGTCP2_ERR_STREAM_DATA_BLOCKED:
+          s->blocked_ = true;
+          s->in_sendq_ = false;
+          sendq_.pop_front();
+          continue;
+        case NGTCP2_ERR_STREAM_SHUT_WR:
+        case NGTCP2_ERR_STREAM_NOT_FOUND:
+          s->in_sendq_ = false;
+          sendq_.pop_front();
+          continue;
+        default:
+          HandleLibError(static_cast<int>(n));
+          AfterIo();
+          return;
+      }
+    }
+    if (n == 0) break;  // nothing more to send now, or congestion/pacing limited
+    ++pkts;
+    if (s && !sendq_.empty() && sendq_.front() == s) {
+      sendq_.pop_front();
+      if (s->HasPendingSend()) {
+        sendq_.push_back(s);  // round-robin between streams, one packet each
+      } else {
+        s->in_sendq_ = false;
+      }
+    }
+    if (!CommitAndMaybeSend(static_cast<size_t>(n), ps.path)) break;
+  }
+  if (sock.batch_packets() > 0 && !sock.blocked()) {
+    if (!sock.SendBatch(&remote_)) owner_->WaitWritable();
+  }
+  ngtcp2_conn_update_pkt_tx_time(conn_, ts);
+  ArmTimer();
+}
+
+void Connection::ArmTimer() {
+  if (state_ >= State::kClosing || !conn_) return;
+  ngtcp2_tstamp expiry = ngtcp2_conn_get_expiry(conn_);
+  if (expiry == timer_expiry_) return;
+  timer_expiry_ = expiry;
+  if (expiry == UINT64_MAX) {
+    timer_.cancel();
+    return;
+  }
+  ngtcp2_tstamp now = NowTs();
+  auto delay = std::chrono::nanoseconds(expiry > now ? expiry - now : 0);
+  timer_.expires_after(delay);
+  std::weak_ptr<char> alive = alive_;
+  timer_.async_wait([this, alive](const boost::system::error_code& ec) {
+    if (ec || alive.expired()) return;
+    OnTimer();
+  });
+}
+
+void Connection::OnTimer() {
+  timer_expiry_ = UINT64_MAX;
+  if (state_ >= State::kClosing) return;
+  int rv = ngtcp2_conn_handle_expiry(conn_, NowTs());
+  if (rv != 0) HandleLibError(rv);
+  AfterIo();
+}
+
+// ---------------------------------------------------------------------------------- Session API
+transport::Stream* Connection::AcceptIncomingBidirectionalStream() {
+  while (!incoming_bidi_.empty()) {
+    int64_t id = incoming_bidi_.front();
+    incoming_bidi_.pop_front();
+    if (auto it = streams_.find(id); it != streams_.end()) return it->second.get();
+  }
+  return nullptr;
+}
+
+transport::Stream* Connection::AcceptIncomingUnidirectionalStream() {
+  while (!incoming_uni_.empty()) {
+    int64_t id = incoming_uni_.front();
+    incoming_uni_.pop_front();
+    if (auto it = streams_.find(id); it != streams_.end()) return it->second.get();
+  }
+  return nullptr;
+}
+
+bool Connection::CanOpenNextOutgoingBidirectionalStream() {
+  return IsOpen() && ngtcp2_conn_get_streams_bidi_left(conn_) > 0;
+}
+bool Connection::CanOpenNextOutgoingUnidirectionalStream() {
+  return IsOpen() && ngtcp2_conn_get_streams_uni_left(conn_) > 0;
+}
+
+transport::Stream* Connection::OpenOutgoingBidirectionalStream() {
+  if (!IsOpen()) return nullptr;
+  int64_t id;
+  if (ngtcp2_conn_open_bidi_stream(conn_, &id, nullptr) != 0) return nullptr;
+  return NewStream(id);
+}
+
+transport::Stream* Connection::OpenOutgoingUnidirectionalStream() {
+  if (!IsOpen()) return nullptr;
+  int64_t id;
+  if (ngtcp2_conn_open_uni_stream(conn_, &id, nullptr) != 0) return nullptr;
+  return NewStream(id);
+}
+
+transport::Stream* Connection::GetStreamById(transport::StreamId id) {
+  auto it = streams_.find(static_cast<int64_t>(id));
+  return it == streams_.end() ? nullptr : it->second.get();
+}
+
+size_t Connection::GetMaxDatagramSize() const {
+  if (!conn_ || state_ != State::kOpen) return 0;
+  const ngtcp2_transport_params* rp = ngtcp2_conn_get_remote_transport_params(conn_);
+  if (!rp || rp->max_datagram_frame_size == 0) return 0;
+  // DATAGRAM frame: type (1) + length varint (up to 2 here). Packet: short header with our
+  // peer's CID (up to 21), packet number (up to 4), AEAD tag (16).
+  constexpr size_t kFrameOverhead = 3, kPacketOverhead = 1 + 20 + 4 + 16;
+  size_t by_frame = rp->max_datagram_frame_size > kFrameOverhead
+                        ? static_cast<size_t>(rp->max_datagram_frame_size) - kFrameOverhead
+                        : 0;
+  size_t path = ngtcp2_conn_get_path_max_tx_udp_payload_size(conn_);
+  size_t by_packet =
+      path > kFrameOverhead + kPacketOverhead ? path - kFrameOverhead - kPacketOverhead : 0;
+  return std::min(by_frame, by_packet);
+}
+
+Status Connection::SendOrQueueDatagram(ByteSpan datagram) {
+  if (state_ != State::kOpen) return Err(TransportError::kSessionClosed, "session is not open");
+  size_t max = GetMaxDatagramSize();
+  if (max == 0) return Err(TransportError::kDatagramsDisabled, "peer does not accept datagrams");
+  if (datagram.size() > max) {
+    return Err(
+        TransportError::kDatagramTooLarge,
+        "datagram of " + std::to_string(datagram.size()) + " bytes exceeds " + std::to_string(max),
+        Code::kInvalidArgument);
+  }
+  if (dgram_tx_.size() >= limits_.max_queued_datagrams) {
+    return Err(TransportError::kDatagramQueueFull, "datagram queue full", Code::kResourceExhausted);
+  }
+  std::vector<uint8_t> buf;
+  if (!dgram_free_.empty()) {
+    buf = std::move(dgram_free_.back());
+    dgram_free_.pop_back();
+  }
+  buf.assign(datagram.begin(), datagram.end());
+  dgram_tx_.push_back(std::move(buf));
+  ScheduleFlush();
+  return Status::Ok();
+}
+
+void Connection::CloseSession(transport::ErrorCode code, std::string_view reason) {
+  if (!conn_ || state_ >= State::kClosing) return;
+  ngtcp2_connection_close_error ccerr;
+  ngtcp2_connection_close_error_default(&ccerr);
+  ngtcp2_connection_close_error_set_application_error(
+      &ccerr, code, reinterpret_cast<const uint8_t*>(reason.data()), reason.size());
+  StartClosing(ccerr, CloseInfo{CloseInfo::Kind::kApplication, false, code, std::string(reason)});
+  ScheduleFlush();  // dispatches the kClosed event outside this call
+}
+
+std::string Connection::GetNegotiatedAlpn() const {
+  return state_ == State::kOpen ? tls_.SelectedAlpn() : "";
+}
+
+void Connection::Abandon() {
+  Kill();
+  state_ = State::kFinished;
+  visitor_ = nullptr;
+  owner_ = nullptr;
+  owned_ep_.reset();
+}
+
+bool Connection::gso_enabled() const { return owner_ && owner_->socket().gso(); }
+
+}  // namespace kvcs::quic

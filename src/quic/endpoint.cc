@@ -1,0 +1,445 @@
+// QuicServer and QuicClientSession: sockets, the receive pump, connection routing by CID,
+// Retry, connection limits and graceful shutdown.
+#include <gnutls/crypto.h>
+#include <ngtcp2/ngtcp2_crypto.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <unordered_map>
+
+#include "common/log.h"
+#include "quic/connection.h"
+
+namespace kvcs::quic {
+namespace {
+
+namespace asio = boost::asio;
+using transport::CloseInfo;
+
+// Retry tokens older than this are refused (the client retries within one RTT).
+constexpr ngtcp2_duration kRetryTokenLifetime = 10 * NGTCP2_SECONDS;
+// recvmmsg batches handled per readiness wakeup before yielding to timers and other handlers.
+constexpr int kRxBatchesPerWakeup = 4;
+constexpr size_t kServerScidLen = 18;  // must match Connection's kScidLen
+
+uint64_t WallNs() {
+  return static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(
+                                   std::chrono::system_clock::now().time_since_epoch())
+                                   .count());
+}
+
+// Waits for socket readiness, receives batches, applies the loss shim (drop, or hold back a
+// copy until a deadline), and hands datagrams to `deliver`; `batch_done` runs after each batch.
+class RxPump {
+ public:
+  using Deliver = std::function<void(const SockAddr&, const uint8_t*, size_t)>;
+  RxPump(asio::io_context& io, UdpSocket* sock, const LossShimConfig& shim, Deliver deliver,
+         std::function<void()> batch_done)
+      : io_(io),
+        sock_(sock),
+        desc_(io, dup(sock->fd())),
+        shim_(shim),
+        deliver_(std::move(deliver)),
+        batch_done_(std::move(batch_done)),
+        delay_timer_(io) {}
+  ~RxPump() { Stop(); }
+
+  void Start() { WaitRead(); }
+  void Stop() {
+    alive_ = std::make_shared<char>(0);
+    boost::system::error_code ec;
+    desc_.cancel(ec);
+    desc_.close(ec);
+    delay_timer_.cancel();
+  }
+  void WaitWrite(std::function<void()> on_writable) {
+    if (write_waiting_) return;
+    write_waiting_ = true;
+    std::weak_ptr<char> alive = alive_;
+    desc_.async_wait(
+        asio::posix::stream_descriptor::wait_write,
+        [this, alive, cb = std::move(on_writable)](const boost::system::error_code& ec) {
+          if (ec || alive.expired()) return;
+          write_waiting_ = false;
+          cb();
+        });
+  }
+  LossShim& shim() { return shim_; }
+
+ private:
+  struct Delayed {
+    std::chrono::steady_clock::time_point due;
+    SockAddr from;
+    std::vector<uint8_t> data;
+  };
+
+  void WaitRead() {
+    std::weak_ptr<char> alive = alive_;
+    desc_.async_wait(asio::posix::stream_descriptor::wait_read,
+                     [this, alive](const boost::system::error_code& ec) {
+                       if (ec || alive.expired()) return;
+                       OnReadable();
+                     });
+  }
+
+  void OnReadable() {
+    std::weak_ptr<char> alive = alive_;
+    for (int i = 0; i < kRxBatchesPerWakeup; ++i) {
+      if (sock_->RecvBatch(&rx_) == 0) break;
+      for (const RxDatagram& d : rx_) {
+        switch (shim_.Decide()) {
+          case LossShim::Verdict::kDeliver:
+            deliver_(*d.from, d.data, d.len);
+            break;
+          case LossShim::Verdict::kDrop:
+            ++shim_.dropped;
+            break;
+          case LossShim::Verdict::kDelay:
+            ++shim_.delayed;
+            delayed_.push_back({std::chrono::steady_clock::now() +
+                                    std::chrono::microseconds(shim_.config().delay_us),
+                                *d.from, std::vector<uint8_t>(d.data, d.data + d.len)});
+            ArmDelay();
+            break;
+        }
+        if (alive.expired()) return;
+      }
+      batch_done_();
+      if (alive.expired()) return;
+    }
+    WaitRead();
+  }
+
+  void ArmDelay() {
+    if (delay_armed_ || delayed_.empty()) return;
+    delay_armed_ = true;
+    delay_timer_.expires_at(delayed_.front().due);
+    std::weak_ptr<char> alive = alive_;
+    delay_timer_.async_wait([this, alive](const boost::system::error_code& ec) {
+      if (ec || alive.expired()) return;
+      delay_armed_ = false;
+      auto now = std::chrono::steady_clock::now();
+      while (!delayed_.empty() && delayed_.front().due <= now) {
+        Delayed d = std::move(delayed_.front());
+        delayed_.pop_front();
+        deliver_(d.from, d.data.data(), d.data.size());
+        if (alive.expired()) return;
+      }
+      batch_done_();
+      if (alive.expired()) return;
+      ArmDelay();
+    });
+  }
+
+  asio::io_context& io_;
+  UdpSocket* sock_;
+  asio::posix::stream_descriptor desc_;  // a dup of the socket fd, for readiness only
+  LossShim shim_;
+  Deliver deliver_;
+  std::function<void()> batch_done_;
+  std::vector<RxDatagram> rx_;
+  std::deque<Delayed> delayed_;
+  asio::steady_timer delay_timer_;
+  bool delay_armed_ = false;
+  bool write_waiting_ = false;
+  std::shared_ptr<char> alive_ = std::make_shared<char>(0);
+};
+
+// ============================================================================================
+class ServerImpl : public QuicServer, public ConnectionOwner {
+ public:
+  ServerImpl(asio::io_context& io, ServerConfig config)
+      : io_(io), config_(std::move(config)), drain_timer_(io) {
+    gnutls_rnd(GNUTLS_RND_RANDOM, secret_, sizeof(secret_));
+  }
+  ~ServerImpl() override {
+    alive_ = std::make_shared<char>(0);
+    if (pump_) pump_->Stop();
+    for (auto& [p, c] : conns_) c->Kill();
+    conns_.clear();
+  }
+
+  Status Init() {
+    KVCS_ASSIGN_OR_RETURN(
+        tls_, TlsServerContext::Create(config_.cert_file, config_.key_file, config_.alpns));
+    KVCS_ASSIGN_OR_RETURN(SockAddr local, SockAddr::Resolve(config_.host, config_.port));
+    KVCS_ASSIGN_OR_RETURN(sock_, UdpSocket::Open(local, nullptr));
+    pump_ = std::make_unique<RxPump>(
+        io_, sock_.get(), config_.loss_shim,
+        [this](const SockAddr& from, const uint8_t* d, size_t n) { OnPacket(from, d, n); },
+        [this] { AfterBatch(); });
+    pump_->Start();
+    return Status::Ok();
+  }
+
+  uint16_t port() const override { return sock_->local().port(); }
+  bool gso_enabled() const override { return sock_->gso(); }
+  ServerStats stats() const override {
+    ServerStats s = stats_;
+    s.live_connections = conns_.size();
+    return s;
+  }
+
+  void Shutdown(std::chrono::milliseconds drain, transport::ErrorCode code,
+                std::function<void()> done) override {
+    accepting_ = false;
+    shutdown_done_ = std::move(done);
+    shutdown_code_ = code;
+    if (MaybeFinishShutdown()) return;
+    drain_timer_.expires_after(drain);
+    std::weak_ptr<char> alive = alive_;
+    drain_timer_.async_wait([this, alive](const boost::system::error_code& ec) {
+      if (ec || alive.expired()) return;
+      std::vector<Connection*> live;
+      for (auto& [p, c] : conns_) live.push_back(p);
+      for (Connection* c : live) c->CloseSession(shutdown_code_, "server shutting down");
+    });
+  }
+
+  // --- ConnectionOwner ---
+  UdpSocket& socket() override { return *sock_; }
+  const uint8_t* static_secret() const override { return secret_; }
+  void AssociateCid(const ngtcp2_cid& cid, Connection* c) override { cids_[CidKey(cid)] = c; }
+  void DissociateCid(const ngtcp2_cid& cid) override { cids_.erase(CidKey(cid)); }
+  void OnConnectionReady(Connection* c) override {
+    ++stats_.connections_accepted;
+    if (config_.on_session) config_.on_session(*c);
+  }
+  void OnConnectionFailed(Connection* c, const CloseInfo& info) override {
+    ++stats_.handshake_failures;
+    KVCS_LOG_INFO("quic server: connection from {} failed: {}", c->remote().ToString(),
+                  info.ToString());
+    if (config_.on_connection_error) config_.on_connection_error(c->remote(), info);
+  }
+  void OnConnectionFinished(Connection* c) override {
+    for (const CidKey& k : c->cids()) cids_.erase(k);
+    std::weak_ptr<char> alive = alive_;
+    asio::post(io_, [this, alive, c] {
+      if (alive.expired()) return;
+      conns_.erase(c);
+      MaybeFinishShutdown();
+    });
+  }
+  void WaitWritable() override {
+    pump_->WaitWrite([this] {
+      if (!sock_->FlushPending()) {
+        WaitWritable();
+        return;
+      }
+      std::vector<Connection*> live;
+      for (auto& [p, c] : conns_) live.push_back(p);
+      for (Connection* c : live) {
+        if (conns_.count(c)) c->Flush();
+        if (sock_->blocked()) break;
+      }
+    });
+  }
+
+ private:
+  bool MaybeFinishShutdown() {
+    if (accepting_ || !conns_.empty() || !shutdown_done_) return false;
+    drain_timer_.cancel();
+    pump_->Stop();
+    auto done = std::move(shutdown_done_);
+    shutdown_done_ = nullptr;
+    asio::post(io_, std::move(done));
+    return true;
+  }
+
+  void Touch(Connection* c) {
+    for (Connection* t : touched_) {
+      if (t == c) return;
+    }
+    touched_.push_back(c);
+  }
+
+  void AfterBatch() {
+    std::vector<Connection*> touched;
+    touched.swap(touched_);
+    for (Connection* c : touched) {
+      if (conns_.count(c) && !c->finished()) c->AfterIo();
+    }
+  }
+
+  void OnPacket(const SockAddr& from, const uint8_t* data, size_t len) {
+    ngtcp2_version_cid vc;
+    int rv = ngtcp2_pkt_decode_version_cid(&vc, data, len, kServerScidLen);
+    if (rv != 0) {
+      ++stats_.datagrams_dropped;  // garbage, or a version we do not speak
+      return;
+    }
+    if (auto it = cids_.find(CidKey(vc.dcid, vc.dcidlen)); it != cids_.end()) {
+      it->second->OnDatagram(from, data, len);
+      Touch(it->second);
+      return;
+    }
+    ngtcp2_pkt_hd hd;
+    if (ngtcp2_accept(&hd, data, len) != 0) {
+      ++stats_.datagrams_dropped;
+      return;
+    }
+    if (!accepting_ || conns_.size() >= config_.max_connections) {
+      ++stats_.connections_refused;
+      SendClose(hd, from, NGTCP2_CONNECTION_REFUSED,
+                accepting_ ? "connection limit reached" : "server shutting down");
+      return;
+    }
+    ngtcp2_cid odcid;
+    const ngtcp2_cid* podcid = nullptr;
+    if (hd.token.len > 0 && hd.token.base[0] == NGTCP2_CRYPTO_TOKEN_MAGIC_RETRY) {
+      if (ngtcp2_crypto_verify_retry_token(&odcid, hd.token.base, hd.token.len, secret_,
+                                           sizeof(secret_), hd.version, from.get(), from.len,
+                                           &hd.dcid, kRetryTokenLifetime, WallNs()) != 0) {
+        ++stats_.connections_refused;
+        SendClose(hd, from, NGTCP2_INVALID_TOKEN, "invalid retry token");
+        return;
+      }
+      podcid = &odcid;
+    } else {
+      hd.token.base = nullptr;
+      hd.token.len = 0;
+      if (config_.require_retry) {
+        SendRetry(hd, from, len);
+        return;
+      }
+    }
+    auto c = std::make_unique<Connection>(io_, this, true, config_.limits);
+    if (Status st = c->InitServer(*tls_, hd, podcid, from); !st.ok()) {
+      KVCS_LOG_WARN("quic server: cannot create connection: {}", st.ToString());
+      return;
+    }
+    Connection* p = c.get();
+    conns_[p] = std::move(c);
+    // Route by the client's chosen DCID (until it switches) and by every SCID we issued.
+    CidKey odkey(hd.dcid);
+    cids_[odkey] = p;
+    p->AddCid(odkey);
+    ngtcp2_cid scids[8];
+    size_t n = ngtcp2_conn_get_num_scid(p->conn());
+    if (n <= 8) {
+      ngtcp2_conn_get_scid(p->conn(), scids);
+      for (size_t i = 0; i < n; ++i) {
+        CidKey k(scids[i]);
+        cids_[k] = p;
+        p->AddCid(k);
+      }
+    }
+    p->OnDatagram(from, data, len);
+    Touch(p);
+  }
+
+  void SendRetry(const ngtcp2_pkt_hd& hd, const SockAddr& from, size_t pktlen) {
+    ngtcp2_cid scid;
+    scid.datalen = kServerScidLen;
+    gnutls_rnd(GNUTLS_RND_RANDOM, scid.data, scid.datalen);
+    uint8_t token[NGTCP2_CRYPTO_MAX_RETRY_TOKENLEN];
+    ngtcp2_ssize tlen =
+        ngtcp2_crypto_generate_retry_token(token, secret_, sizeof(secret_), hd.version, from.get(),
+                                           from.len, &scid, &hd.dcid, WallNs());
+    if (tlen < 0) return;
+    uint8_t buf[kMaxPacketSize];
+    ngtcp2_ssize n =
+        ngtcp2_crypto_write_retry(buf, std::min(sizeof(buf), pktlen * 3), hd.version, &hd.scid,
+                                  &scid, &hd.dcid, token, static_cast<size_t>(tlen));
+    if (n <= 0) return;
+    ++stats_.retries_sent;
+    sock_->SendOne(from, buf, static_cast<size_t>(n));
+  }
+
+  void SendClose(const ngtcp2_pkt_hd& hd, const SockAddr& from, uint64_t code,
+                 std::string_view reason) {
+    uint8_t buf[kMaxPacketSize];
+    ngtcp2_ssize n = ngtcp2_crypto_write_connection_close(
+        buf, sizeof(buf), hd.version, &hd.scid, &hd.dcid, code,
+        reinterpret_cast<const uint8_t*>(reason.data()), reason.size());
+    if (n > 0) sock_->SendOne(from, buf, static_cast<size_t>(n));
+  }
+
+  asio::io_context& io_;
+  ServerConfig config_;
+  std::unique_ptr<TlsServerContext> tls_;
+  std::unique_ptr<UdpSocket> sock_;
+  std::unique_ptr<RxPump> pump_;
+  uint8_t secret_[32];
+  std::unordered_map<CidKey, Connection*, CidKeyHash> cids_;
+  std::unordered_map<Connection*, std::unique_ptr<Connection>> conns_;
+  std::vector<Connection*> touched_;
+  ServerStats stats_;
+  bool accepting_ = true;
+  std::function<void()> shutdown_done_;
+  transport::ErrorCode shutdown_code_ = 0;
+  asio::steady_timer drain_timer_;
+  std::shared_ptr<char> alive_ = std::make_shared<char>(0);
+};
+
+// ============================================================================================
+class ClientEndpoint : public ConnectionOwner {
+ public:
+  ClientEndpoint(asio::io_context& io, std::unique_ptr<UdpSocket> sock)
+      : io_(io), sock_(std::move(sock)) {
+    gnutls_rnd(GNUTLS_RND_RANDOM, secret_, sizeof(secret_));
+  }
+  ~ClientEndpoint() override {
+    if (pump_) pump_->Stop();
+  }
+  void Start(Connection* conn, const LossShimConfig& shim) {
+    conn_ = conn;
+    pump_ = std::make_unique<RxPump>(
+        io_, sock_.get(), shim,
+        [this](const SockAddr& from, const uint8_t* d, size_t n) { conn_->OnDatagram(from, d, n); },
+        [this] { conn_->AfterIo(); });
+    pump_->Start();
+  }
+  UdpSocket& socket() override { return *sock_; }
+  const uint8_t* static_secret() const override { return secret_; }
+  void OnConnectionFinished(Connection*) override {
+    if (pump_) pump_->Stop();
+  }
+  void WaitWritable() override {
+    pump_->WaitWrite([this] {
+      if (!sock_->FlushPending()) {
+        WaitWritable();
+        return;
+      }
+      conn_->Flush();
+    });
+  }
+
+ private:
+  asio::io_context& io_;
+  std::unique_ptr<UdpSocket> sock_;
+  std::unique_ptr<RxPump> pump_;
+  Connection* conn_ = nullptr;
+  uint8_t secret_[32];
+};
+
+}  // namespace
+
+Result<std::unique_ptr<QuicServer>> QuicServer::Create(asio::io_context& io, ServerConfig config) {
+  auto s = std::make_unique<ServerImpl>(io, std::move(config));
+  KVCS_RETURN_IF_ERROR(s->Init());
+  return std::unique_ptr<QuicServer>(std::move(s));
+}
+
+Result<std::unique_ptr<QuicClientSession>> QuicClientSession::Connect(
+    asio::io_context& io, ClientConfig config, transport::SessionVisitor* visitor) {
+  KVCS_ASSIGN_OR_RETURN(auto tls,
+                        TlsClientContext::Create(config.ca_file, config.insecure, config.alpns));
+  KVCS_ASSIGN_OR_RETURN(SockAddr remote, SockAddr::Resolve(config.host, config.port));
+  SockAddr local;
+  local.storage.ss_family = remote.storage.ss_family;
+  local.len = remote.storage.ss_family == AF_INET ? sizeof(sockaddr_in) : sizeof(sockaddr_in6);
+  KVCS_ASSIGN_OR_RETURN(auto sock, UdpSocket::Open(local, &remote));
+  auto ep = std::make_unique<ClientEndpoint>(io, std::move(sock));
+  auto conn = std::make_unique<Connection>(io, ep.get(), false, config.limits);
+  std::string sni = config.server_name.empty() ? config.host : config.server_name;
+  KVCS_RETURN_IF_ERROR(conn->InitClient(*tls, sni, remote));
+  conn->SetVisitor(visitor);
+  ep->Start(conn.get(), config.loss_shim);
+  conn->set_owned_endpoint(std::move(ep));
+  conn->set_owned_tls(std::move(tls));
+  conn->Flush();  // first Initial
+  return std::unique_ptr<QuicClientSession>(std::move(conn));
+}
+
+}  // namespace kvcs::quic

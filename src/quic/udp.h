@@ -1,0 +1,151 @@
+// Batched UDP I/O for QUIC endpoints: recvmmsg on receive; on send, UDP GSO (one sendmsg with a
+// UDP_SEGMENT control message carrying up to kMaxBatchPackets equal-sized packets) when the
+// kernel supports it, else sendmmsg. Large socket buffers. No allocation per packet: receive
+// slots and the transmit batch are allocated once per socket.
+//
+// Also LossShim: a deterministic drop/delay decision per received datagram, for tests.
+//
+// Not thread-safe; owned and used by one endpoint on its executor. The file descriptor is
+// non-blocking; the owner waits for readiness (Asio) and calls RecvBatch / FlushPending.
+#ifndef KVCS_QUIC_UDP_H_
+#define KVCS_QUIC_UDP_H_
+
+#include <netinet/in.h>
+#include <sys/socket.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "common/status.h"
+
+namespace kvcs::quic {
+
+// Largest datagram we receive; also advertised as max_udp_payload_size. Loopback and Ethernet
+// paths never need more than 1500; 2048 leaves headroom and keeps the receive ring at 128 KiB.
+inline constexpr size_t kRxSlotSize = 2048;
+// Datagrams per recvmmsg call (the kernel's UIO_MAXIOV is 1024; 64 amortizes the syscall well).
+inline constexpr size_t kRxBatch = 64;
+// Packets per send call. UDP_SEGMENT allows at most 64 segments (UDP_MAX_SEGMENTS) and 64 KiB.
+inline constexpr size_t kMaxBatchPackets = 64;
+// Largest packet we ever build (settings.max_tx_udp_payload_size is clamped to this).
+inline constexpr size_t kMaxPacketSize = 1472;
+// Requested SO_SNDBUF/SO_RCVBUF (the kernel caps it at net.core.[rw]mem_max).
+inline constexpr int kSocketBufferBytes = 8 << 20;
+
+struct SockAddr {
+  sockaddr_storage storage{};
+  socklen_t len = 0;
+  sockaddr* get() { return reinterpret_cast<sockaddr*>(&storage); }
+  const sockaddr* get() const { return reinterpret_cast<const sockaddr*>(&storage); }
+  std::string ToString() const;
+  static Result<SockAddr> Resolve(const std::string& host, uint16_t port);
+  uint16_t port() const;
+};
+
+struct RxDatagram {
+  uint8_t* data;
+  size_t len;
+  SockAddr* from;
+};
+
+class UdpSocket {
+ public:
+  ~UdpSocket();
+  UdpSocket(const UdpSocket&) = delete;
+  UdpSocket& operator=(const UdpSocket&) = delete;
+
+  // Binds to `local`; when `connect_to` is set, also connects (client sockets).
+  static Result<std::unique_ptr<UdpSocket>> Open(const SockAddr& local, const SockAddr* connect_to);
+
+  int fd() const { return fd_; }
+  const SockAddr& local() const { return local_; }
+  bool gso() const { return gso_; }
+  int rcvbuf() const { return rcvbuf_; }
+  int sndbuf() const { return sndbuf_; }
+
+  // Receives up to kRxBatch datagrams into the internal ring; returns how many (0 when none are
+  // waiting). Datagrams stay valid until the next RecvBatch. Truncated datagrams are dropped.
+  size_t RecvBatch(std::vector<RxDatagram>* out);
+
+  // --- transmit: build a batch of packets for ONE destination, then Send. ---
+  // Space for the next packet in the batch (size kMaxPacketSize).
+  uint8_t* NextPacketBuffer();
+  // Records the packet just written into NextPacketBuffer(). Returns true when the batch must be
+  // sent before another packet is added (full, or a short packet ended a GSO run).
+  bool CommitPacket(size_t len);
+  size_t batch_packets() const { return batch_count_; }
+  // Sends the batch to `to` (nullptr on a connected socket). Returns false when the socket would
+  // block: the unsent packets are kept (blocked() is true) and must be retried with
+  // FlushPending() once writable. Hard errors other than EAGAIN drop the batch (QUIC recovers).
+  bool SendBatch(const SockAddr* to);
+  bool blocked() const { return blocked_; }
+  // Retries a blocked batch; returns true when nothing is pending any more.
+  bool FlushPending();
+  // Sends one datagram immediately (stateless replies: Retry, version negotiation, close).
+  void SendOne(const SockAddr& to, const uint8_t* data, size_t len);
+
+  // Counters.
+  uint64_t packets_sent() const { return packets_sent_; }
+  uint64_t send_calls() const { return send_calls_; }
+  uint64_t packets_received() const { return packets_received_; }
+
+ private:
+  UdpSocket() = default;
+  // Sends packets [first, batch_count_) of the batch; returns false on EAGAIN.
+  bool SendFrom(size_t first);
+
+  int fd_ = -1;
+  bool connected_ = false;
+  bool gso_ = false;
+  int rcvbuf_ = 0, sndbuf_ = 0;
+  SockAddr local_;
+
+  std::unique_ptr<uint8_t[]> rx_ring_;
+  std::vector<SockAddr> rx_addrs_;
+
+  std::unique_ptr<uint8_t[]> tx_buf_;  // kMaxBatchPackets * kMaxPacketSize, contiguous
+  size_t tx_offsets_[kMaxBatchPackets + 1] = {};
+  size_t batch_count_ = 0;
+  size_t batch_sent_ = 0;  // packets of a blocked batch already sent
+  SockAddr batch_to_;
+  bool batch_has_to_ = false;
+  bool blocked_ = false;
+
+  uint64_t packets_sent_ = 0, send_calls_ = 0, packets_received_ = 0;
+};
+
+// Deterministic loss/delay injection on received datagrams (tests only).
+struct LossShimConfig {
+  double drop_fraction = 0;   // 0..1
+  double delay_fraction = 0;  // 0..1, of the datagrams not dropped
+  uint64_t delay_us = 0;
+  uint64_t seed = 1;
+  bool enabled() const { return drop_fraction > 0 || delay_fraction > 0; }
+};
+
+class LossShim {
+ public:
+  enum class Verdict { kDeliver, kDrop, kDelay };
+  explicit LossShim(const LossShimConfig& config) : config_(config), rng_(config.seed) {}
+  Verdict Decide() {
+    if (!config_.enabled()) return Verdict::kDeliver;
+    double x = std::uniform_real_distribution<double>(0, 1)(rng_);
+    if (x < config_.drop_fraction) return Verdict::kDrop;
+    double y = std::uniform_real_distribution<double>(0, 1)(rng_);
+    return y < config_.delay_fraction ? Verdict::kDelay : Verdict::kDeliver;
+  }
+  const LossShimConfig& config() const { return config_; }
+  uint64_t dropped = 0, delayed = 0;
+
+ private:
+  LossShimConfig config_;
+  std::mt19937_64 rng_;
+};
+
+}  // namespace kvcs::quic
+
+#endif  // KVCS_QUIC_UDP_H_
