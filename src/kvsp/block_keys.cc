@@ -3,8 +3,10 @@
 // OpenSSL's EVP layer costs several hundred nanoseconds per HMAC in context copies and dispatch,
 // more than the three SHA-256 compressions a 16-token block needs. We therefore use the low-level
 // SHA256_CTX API (deprecated in OpenSSL 3 but present, and backed by the same SHA-NI assembly):
-// the pad states are plain structs copied by value per block, and the message is assembled in a
-// stack buffer.
+// the pad states are plain structs copied by value per block. For text blocks of up to
+// kMaxPrepadTokens tokens the inner message is kept fully padded in a per-chain buffer (only
+// K_{i-1} and the token ids change per block) and fed to the compression function directly,
+// which skips the buffering and padding logic of SHA256_Update/Final.
 #define OPENSSL_SUPPRESS_DEPRECATED 1
 #include "kvsp/block_keys.h"
 
@@ -69,11 +71,41 @@ class Feeder {
 
 }  // namespace
 
+// The pre-padded inner message (K_{i-1} || u32(B) || tokens || u32(0) || SHA-256 padding) fits
+// 1 KiB for B <= 240; larger blocks take the general path.
+constexpr uint32_t kMaxPrepadTokens = 240;
+constexpr size_t kPrepadBytes = 1024;
+
 struct BlockKeyChain::Pads {
-  SHA256_CTX inner;  // state after absorbing K' ^ ipad
-  SHA256_CTX outer;  // state after absorbing K' ^ opad
+  SHA256_CTX inner;         // state after absorbing K' ^ ipad
+  SHA256_CTX outer;         // state after absorbing K' ^ opad
+  size_t inner_blocks = 0;  // 64-byte blocks of the padded inner message (0: general path)
+  alignas(64) uint8_t msg[kPrepadBytes];  // padded inner message
+  alignas(64) uint8_t outer_msg[64];      // inner digest || padding for 64 + 32 bytes
   ~Pads() { OPENSSL_cleanse(this, sizeof *this); }
 };
+
+namespace {
+
+void StoreBe32Raw(uint8_t* p, uint32_t v) {
+  v = __builtin_bswap32(v);
+  std::memcpy(p, &v, 4);
+}
+
+// The SHA-256 padding of a message of `len` bytes that follows one absorbed 64-byte pad block.
+void Pad(uint8_t* msg, size_t len, size_t padded) {
+  std::memset(msg + len, 0, padded - len);
+  msg[len] = 0x80;
+  uint64_t bits = (64 + uint64_t{len}) * 8;
+  for (int i = 0; i < 8; ++i) msg[padded - 1 - i] = static_cast<uint8_t>(bits >> (8 * i));
+}
+
+// Writes the chaining state of `c` as the big-endian digest.
+void StateDigest(const SHA256_CTX& c, uint8_t* out) {
+  for (int i = 0; i < 8; ++i) StoreBe32Raw(out + 4 * i, c.h[i]);
+}
+
+}  // namespace
 
 BlockKeyChain::BlockKeyChain(const Digest& chain_key, uint32_t block_tokens)
     : pads_(std::make_unique<Pads>()), block_tokens_(block_tokens) {
@@ -88,6 +120,16 @@ BlockKeyChain::BlockKeyChain(const Digest& chain_key, uint32_t block_tokens)
   SHA256_Update(&pads_->inner, ipad, kBlock);
   SHA256_Init(&pads_->outer);
   SHA256_Update(&pads_->outer, opad, kBlock);
+  if (block_tokens >= 1 && block_tokens <= kMaxPrepadTokens) {
+    Pads& p = *pads_;
+    const size_t len = 32 + 4 + 4 * size_t{block_tokens} + 4;
+    const size_t padded = (len + 9 + 63) / 64 * 64;
+    p.inner_blocks = padded / 64;
+    StoreBe32Raw(p.msg + 32, block_tokens);
+    StoreBe32Raw(p.msg + 36 + 4 * size_t{block_tokens}, 0);  // no extras
+    Pad(p.msg, len, padded);
+    Pad(p.outer_msg, 32, 64);
+  }
   OPENSSL_cleanse(ipad, sizeof ipad);
   OPENSSL_cleanse(opad, sizeof opad);
 }
@@ -101,6 +143,20 @@ void BlockKeyChain::Reset(const Digest& k, uint64_t index) {
 }
 
 const Digest& BlockKeyChain::NextText(std::span<const uint32_t> tokens) {
+  Pads& p = *pads_;
+  if (p.inner_blocks != 0) {
+    std::memcpy(p.msg, last_.data(), 32);
+    uint8_t* o = p.msg + 36;
+    for (size_t i = 0; i < tokens.size(); ++i) StoreBe32Raw(o + 4 * i, tokens[i]);
+    SHA256_CTX c = p.inner;
+    for (size_t b = 0; b < p.inner_blocks; ++b) SHA256_Transform(&c, p.msg + 64 * b);
+    StateDigest(c, p.outer_msg);
+    c = p.outer;
+    SHA256_Transform(&c, p.outer_msg);
+    StateDigest(c, last_.data());
+    ++index_;
+    return last_;
+  }
   SHA256_CTX c = pads_->inner;
   {
     Feeder f(&c);
