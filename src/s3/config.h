@@ -35,7 +35,8 @@ struct ServerConfig {
   uint16_t port = 9000;
   std::string region = "us-east-1";
   std::map<std::string, std::string> secrets;  // access key id -> secret key
-  // Host suffixes for virtual-hosted addressing ("bucket.<suffix>[:port]"). Path style always works.
+  // Host suffixes for virtual-hosted addressing ("bucket.<suffix>[:port]"). Path style always
+  // works.
   std::vector<std::string> virtual_hosts = {"localhost"};
   std::string tls_cert_file;  // PEM; TLS is on when both files are set
   std::string tls_key_file;

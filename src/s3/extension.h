@@ -40,8 +40,8 @@
 
 #include <utility>  // must precede Asio on Boost 1.74 + GCC 12 (common/asio.h)
 
-#include <boost/asio/awaitable.hpp>
 #include <boost/asio/any_io_executor.hpp>
+#include <boost/asio/awaitable.hpp>
 #include <cstdint>
 #include <functional>
 #include <optional>
@@ -63,16 +63,16 @@ using HeaderList = std::vector<std::pair<std::string, std::string>>;
 
 // The parsed request head as seen by an extension. Header names are matched case-insensitively.
 struct ExtensionRequest {
-  std::string method;        // "GET", "PUT", "POST", "HEAD", "DELETE", ...
-  std::string target;        // raw request-target as received ("/b/k?x=1")
-  std::string path;          // percent-decoded path ("/b/k")
+  std::string method;  // "GET", "PUT", "POST", "HEAD", "DELETE", ...
+  std::string target;  // raw request-target as received ("/b/k?x=1")
+  std::string path;    // percent-decoded path ("/b/k")
   // Percent-decoded query parameters in received order; a parameter without '=' has value "".
   std::vector<std::pair<std::string, std::string>> query;
-  HeaderList headers;        // as received (names in the client's case)
+  HeaderList headers;  // as received (names in the client's case)
   // S3 addressing resolved from Host (virtual-hosted) or the path (path-style); empty if none.
   std::string bucket;
   std::string key;
-  std::string access_key;    // authenticated access key (kSigV4), empty for kNone
+  std::string access_key;                  // authenticated access key (kSigV4), empty for kNone
   std::optional<uint64_t> content_length;  // declared payload length (decoded for aws-chunked)
 
   std::optional<std::string_view> Header(std::string_view name) const;  // first match

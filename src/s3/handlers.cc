@@ -1,0 +1,745 @@
+#include "s3/handlers.h"
+
+#include <algorithm>
+
+#include "common/hex.h"
+#include "common/log.h"
+#include "s3/http_util.h"
+#include "s3/s3_error.h"
+#include "s3/sigv4.h"
+#include "s3/xml.h"
+
+namespace kvcs::s3 {
+namespace {
+
+using store::ObjectMeta;
+using store::PutOptions;
+
+constexpr std::string_view kXmlDecl = "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n";
+constexpr std::string_view kNs = " xmlns=\"http://s3.amazonaws.com/doc/2006-03-01/\"";
+// ListParts / ListMultipartUploads page size (S3's default and maximum).
+constexpr int kMaxListParts = 1000;
+
+std::string Tag(std::string_view name, std::string_view value) {
+  std::string out = "<";
+  out.append(name).append(">").append(XmlEscape(value)).append("</").append(name).append(">");
+  return out;
+}
+
+std::string Quoted(std::string_view etag) { return "\"" + std::string(etag) + "\""; }
+
+std::string StripEtag(std::string_view e) {
+  while (!e.empty() && e.front() == ' ') e.remove_prefix(1);
+  while (!e.empty() && e.back() == ' ') e.remove_suffix(1);
+  if (e.substr(0, 2) == "W/") e.remove_prefix(2);
+  if (e.size() >= 2 && e.front() == '"' && e.back() == '"') e = e.substr(1, e.size() - 2);
+  return std::string(e);
+}
+
+bool EtagListMatches(std::string_view header, std::string_view etag) {
+  while (!header.empty()) {
+    size_t comma = header.find(',');
+    std::string one = StripEtag(header.substr(0, comma));
+    if (one == "*" || one == etag) return true;
+    if (comma == std::string_view::npos) break;
+    header.remove_prefix(comma + 1);
+  }
+  return false;
+}
+
+Result<Bytes> Base64Decode(std::string_view in) {
+  auto val = [](char c) -> int {
+    if (c >= 'A' && c <= 'Z') return c - 'A';
+    if (c >= 'a' && c <= 'z') return c - 'a' + 26;
+    if (c >= '0' && c <= '9') return c - '0' + 52;
+    if (c == '+') return 62;
+    if (c == '/') return 63;
+    return -1;
+  };
+  if (in.size() % 4 != 0) return InvalidArgument("base64 length");
+  Bytes out;
+  for (size_t i = 0; i < in.size(); i += 4) {
+    int v[4];
+    int pad = 0;
+    for (int j = 0; j < 4; ++j) {
+      char c = in[i + j];
+      if (c == '=' && i + 4 == in.size() && j >= 2) {
+        v[j] = 0;
+        ++pad;
+      } else {
+        if (pad) return InvalidArgument("base64 padding");
+        v[j] = val(c);
+        if (v[j] < 0) return InvalidArgument("base64 character");
+      }
+    }
+    uint32_t n = (uint32_t(v[0]) << 18) | (uint32_t(v[1]) << 12) | (uint32_t(v[2]) << 6) | v[3];
+    out.push_back(uint8_t(n >> 16));
+    if (pad < 2) out.push_back(uint8_t(n >> 8));
+    if (pad < 1) out.push_back(uint8_t(n));
+  }
+  return out;
+}
+
+std::string Lower(std::string_view s) {
+  std::string out(s);
+  for (char& c : out) {
+    if (c >= 'A' && c <= 'Z') c = static_cast<char>(c + 32);
+  }
+  return out;
+}
+
+Result<PutOptions> OptionsFromHeaders(const ExtensionRequest& r) {
+  PutOptions o;
+  if (auto v = r.Header("content-type")) o.content_type = std::string(*v);
+  if (auto v = r.Header("content-encoding")) {
+    // aws-chunked is transport framing, not a property of the stored object.
+    std::string kept;
+    std::string_view rest = *v;
+    while (!rest.empty()) {
+      size_t comma = rest.find(',');
+      std::string_view tok = rest.substr(0, comma);
+      while (!tok.empty() && tok.front() == ' ') tok.remove_prefix(1);
+      while (!tok.empty() && tok.back() == ' ') tok.remove_suffix(1);
+      if (!tok.empty() && !IEquals(tok, "aws-chunked")) {
+        if (!kept.empty()) kept += ",";
+        kept += tok;
+      }
+      if (comma == std::string_view::npos) break;
+      rest.remove_prefix(comma + 1);
+    }
+    o.content_encoding = kept;
+  }
+  if (auto v = r.Header("content-disposition")) o.content_disposition = std::string(*v);
+  if (auto v = r.Header("cache-control")) o.cache_control = std::string(*v);
+  for (const auto& [k, v] : r.headers) {
+    if (k.size() > 11 && IEquals(std::string_view(k).substr(0, 11), "x-amz-meta-")) {
+      o.user_meta.emplace_back(Lower(std::string_view(k).substr(11)), v);
+    }
+  }
+  if (auto v = r.Header("content-md5")) {
+    auto md5 = Base64Decode(*v);
+    if (!md5.ok() || md5->size() != 16) {
+      return S3Status(S3Error::kInvalidDigest, "The Content-MD5 you specified was invalid.");
+    }
+    store::Md5 m;
+    std::copy(md5->begin(), md5->end(), m.begin());
+    o.expected_md5 = m;
+  }
+  o.expected_size = r.content_length;
+  return o;
+}
+
+HeaderList ObjectHeaders(const ObjectMeta& m) {
+  HeaderList h;
+  h.emplace_back("ETag", Quoted(m.etag));
+  h.emplace_back("Last-Modified", FormatHttpDate(m.last_modified_ms / 1000));
+  h.emplace_back("Accept-Ranges", "bytes");
+  if (!m.content_encoding.empty()) h.emplace_back("Content-Encoding", m.content_encoding);
+  if (!m.content_disposition.empty()) h.emplace_back("Content-Disposition", m.content_disposition);
+  if (!m.cache_control.empty()) h.emplace_back("Cache-Control", m.cache_control);
+  for (const auto& [k, v] : m.user_meta) h.emplace_back("x-amz-meta-" + k, v);
+  if (m.parts_count > 0) h.emplace_back("x-amz-mp-parts-count", std::to_string(m.parts_count));
+  return h;
+}
+
+Awaitable<void> SendXml(S3Context& ctx, int status, const std::string& body,
+                        HeaderList extra = {}) {
+  extra.emplace_back("Content-Type", "application/xml");
+  Status s = co_await ctx.response.Start(status, std::move(extra), body.size());
+  if (s.ok()) s = co_await ctx.response.Write(AsBytes(body));
+  if (s.ok()) co_await ctx.response.Finish();
+}
+
+Awaitable<void> SendEmpty(S3Context& ctx, int status, HeaderList extra = {}) {
+  Status s = co_await ctx.response.Start(status, std::move(extra), 0);
+  if (s.ok()) co_await ctx.response.Finish();
+}
+
+std::string Owner() { return "<Owner><ID>kvcs</ID><DisplayName>kvcs</DisplayName></Owner>"; }
+
+// ---------------------------------------------------------------- buckets
+
+Awaitable<void> ListBuckets(S3Context& ctx) {
+  auto buckets = ctx.store.ListBuckets();
+  if (!buckets.ok()) co_return co_await SendS3Error(ctx, buckets.status());
+  std::string x(kXmlDecl);
+  x += "<ListAllMyBucketsResult" + std::string(kNs) + ">" + Owner() + "<Buckets>";
+  for (const auto& b : *buckets) {
+    x += "<Bucket>" + Tag("Name", b.name) + Tag("CreationDate", FormatIsoDate(b.created_ms)) +
+         "</Bucket>";
+  }
+  x += "</Buckets></ListAllMyBucketsResult>";
+  co_await SendXml(ctx, 200, x);
+}
+
+Awaitable<void> CreateBucket(S3Context& ctx) {
+  auto body = co_await ctx.body.ReadAll(kMaxSmallBodyBytes);  // CreateBucketConfiguration: ignored
+  if (!body.ok()) co_return co_await SendS3Error(ctx, body.status());
+  Status s = ctx.store.CreateBucket(ctx.request.bucket);
+  if (!s.ok()) co_return co_await SendS3Error(ctx, s);
+  HeaderList h;
+  h.emplace_back("Location", "/" + ctx.request.bucket);
+  co_await SendEmpty(ctx, 200, std::move(h));
+}
+
+Awaitable<void> DeleteBucket(S3Context& ctx) {
+  Status s = ctx.store.DeleteBucket(ctx.request.bucket);
+  if (!s.ok()) co_return co_await SendS3Error(ctx, s);
+  co_await SendEmpty(ctx, 204);
+}
+
+Awaitable<void> HeadBucket(S3Context& ctx) {
+  auto b = ctx.store.HeadBucket(ctx.request.bucket);
+  if (!b.ok()) co_return co_await SendS3Error(ctx, b.status());
+  HeaderList h;
+  h.emplace_back("x-amz-bucket-region", ctx.config.region);
+  co_await SendEmpty(ctx, 200, std::move(h));
+}
+
+Awaitable<void> GetBucketLocation(S3Context& ctx) {
+  auto b = ctx.store.HeadBucket(ctx.request.bucket);
+  if (!b.ok()) co_return co_await SendS3Error(ctx, b.status());
+  std::string region = ctx.config.region == "us-east-1" ? "" : ctx.config.region;
+  co_await SendXml(ctx, 200,
+                   std::string(kXmlDecl) + "<LocationConstraint" + std::string(kNs) + ">" +
+                       XmlEscape(region) + "</LocationConstraint>");
+}
+
+Awaitable<void> GetBucketVersioning(S3Context& ctx) {
+  auto b = ctx.store.HeadBucket(ctx.request.bucket);
+  if (!b.ok()) co_return co_await SendS3Error(ctx, b.status());
+  co_await SendXml(ctx, 200,
+                   std::string(kXmlDecl) + "<VersioningConfiguration" + std::string(kNs) + "/>");
+}
+
+Awaitable<void> GetAcl(S3Context& ctx) {
+  auto b = ctx.store.HeadBucket(ctx.request.bucket);
+  if (!b.ok()) co_return co_await SendS3Error(ctx, b.status());
+  if (!ctx.request.key.empty()) {
+    auto h = ctx.store.Head(ctx.request.bucket, ctx.request.key);
+    if (!h.ok()) co_return co_await SendS3Error(ctx, h.status());
+  }
+  co_await SendXml(
+      ctx, 200,
+      std::string(kXmlDecl) + "<AccessControlPolicy" + std::string(kNs) + ">" + Owner() +
+          "<AccessControlList><Grant><Grantee "
+          "xmlns:xsi=\"http://www.w3.org/2001/XMLSchema-instance\" "
+          "xsi:type=\"CanonicalUser\"><ID>kvcs</ID><DisplayName>kvcs</DisplayName></Grantee>"
+          "<Permission>FULL_CONTROL</Permission></Grant></AccessControlList>"
+          "</AccessControlPolicy>");
+}
+
+Result<int> ParseMaxKeys(const ExtensionRequest& r, const char* name, int dflt) {
+  auto v = r.Query(name);
+  if (!v) return dflt;
+  if (v->empty() || v->size() > 9 ||
+      !std::all_of(v->begin(), v->end(), [](char c) { return c >= '0' && c <= '9'; })) {
+    return S3Status(S3Error::kInvalidArgument, std::string(name) + " must be a non-negative int");
+  }
+  return std::min(std::atoi(std::string(*v).c_str()), dflt);
+}
+
+Awaitable<void> ListObjects(S3Context& ctx, bool v2) {
+  const ExtensionRequest& r = ctx.request;
+  store::ListOptions o;
+  o.prefix = std::string(r.Query("prefix").value_or(""));
+  o.delimiter = std::string(r.Query("delimiter").value_or(""));
+  auto max_keys = ParseMaxKeys(r, "max-keys", store::kMaxListKeys);
+  if (!max_keys.ok()) co_return co_await SendS3Error(ctx, max_keys.status());
+  o.max_keys = *max_keys;
+  bool url = r.Query("encoding-type") == std::optional<std::string_view>("url");
+  if (auto et = r.Query("encoding-type"); et && *et != "url") {
+    co_return co_await SendS3Error(
+        ctx, S3Status(S3Error::kInvalidArgument, "Invalid Encoding Method specified in Request"));
+  }
+  std::string token;
+  if (v2) {
+    o.start_after = std::string(r.Query("start-after").value_or(""));
+    if (auto t = r.Query("continuation-token")) {
+      auto raw = FromHex(*t);
+      if (!raw.ok() || t->empty()) {
+        co_return co_await SendS3Error(
+            ctx,
+            S3Status(S3Error::kInvalidArgument, "The continuation token provided is incorrect"));
+      }
+      token = std::string(*t);
+      o.start_after = std::max(o.start_after, std::string(AsStringView(*raw)));
+    }
+  } else {
+    o.start_after = std::string(r.Query("marker").value_or(""));
+  }
+  auto list = ctx.store.List(r.bucket, o);
+  if (!list.ok()) co_return co_await SendS3Error(ctx, list.status());
+  auto enc = [&](std::string_view s) { return url ? UriEncode(s, false) : std::string(s); };
+  std::string x(kXmlDecl);
+  x += "<ListBucketResult" + std::string(kNs) + ">" + Tag("Name", r.bucket) +
+       Tag("Prefix", enc(o.prefix));
+  if (v2) {
+    x += Tag("KeyCount", std::to_string(list->objects.size() + list->common_prefixes.size()));
+    if (!token.empty()) x += Tag("ContinuationToken", token);
+    if (auto sa = r.Query("start-after")) x += Tag("StartAfter", enc(*sa));
+    if (list->truncated) x += Tag("NextContinuationToken", ToHex(AsBytes(list->next_marker)));
+  } else {
+    x += Tag("Marker", enc(o.start_after));
+    if (list->truncated) x += Tag("NextMarker", enc(list->next_marker));
+  }
+  x += Tag("MaxKeys", std::to_string(o.max_keys));
+  if (!o.delimiter.empty()) x += Tag("Delimiter", enc(o.delimiter));
+  if (url) x += Tag("EncodingType", "url");
+  x += Tag("IsTruncated", list->truncated ? "true" : "false");
+  bool owner = !v2 || r.Query("fetch-owner") == std::optional<std::string_view>("true");
+  for (const auto& m : list->objects) {
+    x += "<Contents>" + Tag("Key", enc(m.key)) +
+         Tag("LastModified", FormatIsoDate(m.last_modified_ms)) + Tag("ETag", Quoted(m.etag)) +
+         Tag("Size", std::to_string(m.size)) + (owner ? Owner() : "") +
+         "<StorageClass>STANDARD</StorageClass></Contents>";
+  }
+  for (const auto& p : list->common_prefixes) {
+    x += "<CommonPrefixes>" + Tag("Prefix", enc(p)) + "</CommonPrefixes>";
+  }
+  x += "</ListBucketResult>";
+  co_await SendXml(ctx, 200, x);
+}
+
+Awaitable<void> DeleteObjects(S3Context& ctx) {
+  auto body = co_await ctx.body.ReadAll(kMaxSmallBodyBytes);
+  if (!body.ok()) co_return co_await SendS3Error(ctx, body.status());
+  if (auto md5h = ctx.request.Header("content-md5")) {
+    auto want = Base64Decode(*md5h);
+    store::Md5Hasher h;
+    h.Update(*body);
+    store::Md5 got = h.Finish();
+    if (!want.ok() || want->size() != 16) {
+      co_return co_await SendS3Error(
+          ctx, S3Status(S3Error::kInvalidDigest, "The Content-MD5 you specified was invalid."));
+    }
+    if (!std::equal(got.begin(), got.end(), want->begin())) {
+      co_return co_await SendS3Error(
+          ctx, S3Status(S3Error::kBadDigest,
+                        "The Content-MD5 you specified did not match what we received."));
+    }
+  }
+  auto req = ParseDeleteRequest(AsStringView(*body));
+  if (!req.ok()) co_return co_await SendS3Error(ctx, req.status());
+  auto b = ctx.store.HeadBucket(ctx.request.bucket);
+  if (!b.ok()) co_return co_await SendS3Error(ctx, b.status());
+  std::string x(kXmlDecl);
+  x += "<DeleteResult" + std::string(kNs) + ">";
+  for (const std::string& key : req->keys) {
+    Status s = ctx.store.Delete(ctx.request.bucket, key);
+    if (s.ok()) {
+      if (!req->quiet) x += "<Deleted>" + Tag("Key", key) + "</Deleted>";
+    } else {
+      x += "<Error>" + Tag("Key", key) + Tag("Code", Describe(ToS3Error(s)).code) +
+           Tag("Message", s.message()) + "</Error>";
+    }
+  }
+  x += "</DeleteResult>";
+  co_await SendXml(ctx, 200, x);
+}
+
+// ---------------------------------------------------------------- objects
+
+// Streams the request body into `writer`; returns the committed metadata.
+Awaitable<Result<ObjectMeta>> ReceiveInto(S3Context& ctx, store::ObjectWriter& writer) {
+  Bytes buf(kStreamBufferBytes);
+  for (;;) {
+    auto n = co_await ctx.body.Read(buf);
+    if (!n.ok()) co_return n.status();
+    if (*n == 0) break;
+    Status s = writer.Write(ByteSpan(buf.data(), *n));
+    if (!s.ok()) co_return s;
+  }
+  co_return writer.Commit();
+}
+
+Awaitable<void> PutObject(S3Context& ctx) {
+  auto opts = OptionsFromHeaders(ctx.request);
+  if (!opts.ok()) co_return co_await SendS3Error(ctx, opts.status());
+  if (ctx.request.content_length && *ctx.request.content_length > store::kMaxObjectBytes) {
+    co_return co_await SendS3Error(
+        ctx, S3Status(S3Error::kEntityTooLarge, "Your proposed upload exceeds the maximum size"));
+  }
+  auto w = ctx.store.Put(ctx.request.bucket, ctx.request.key, std::move(*opts));
+  if (!w.ok()) co_return co_await SendS3Error(ctx, w.status());
+  auto meta = co_await ReceiveInto(ctx, **w);
+  if (!meta.ok()) co_return co_await SendS3Error(ctx, meta.status());
+  KVCS_LOG_DEBUG("s3: put {}/{} {} bytes", ctx.request.bucket, ctx.request.key, meta->size);
+  HeaderList h;
+  h.emplace_back("ETag", Quoted(meta->etag));
+  co_await SendEmpty(ctx, 200, std::move(h));
+}
+
+Awaitable<void> CopyObject(S3Context& ctx, std::string_view source) {
+  size_t q = source.find('?');
+  if (q != std::string_view::npos) source = source.substr(0, q);  // ?versionId: one version only
+  auto decoded = UriDecode(source);
+  if (!decoded.ok()) {
+    co_return co_await SendS3Error(ctx, S3Status(S3Error::kInvalidArgument,
+                                                 "Copy Source must mention the source bucket "
+                                                 "and key: sourcebucket/sourcekey"));
+  }
+  std::string_view src = *decoded;
+  if (!src.empty() && src.front() == '/') src.remove_prefix(1);
+  size_t slash = src.find('/');
+  if (slash == std::string_view::npos || slash == 0 || slash + 1 == src.size()) {
+    co_return co_await SendS3Error(ctx, S3Status(S3Error::kInvalidArgument,
+                                                 "Copy Source must mention the source bucket "
+                                                 "and key: sourcebucket/sourcekey"));
+  }
+  std::string sb(src.substr(0, slash)), sk(src.substr(slash + 1));
+  bool replace =
+      ctx.request.Header("x-amz-metadata-directive") == std::optional<std::string_view>("REPLACE");
+  if (!replace && sb == ctx.request.bucket && sk == ctx.request.key) {
+    co_return co_await SendS3Error(
+        ctx, S3Status(S3Error::kInvalidRequest,
+                      "This copy request is illegal because it is trying to copy an object to "
+                      "itself without changing the object's metadata."));
+  }
+  std::optional<PutOptions> opts;
+  if (replace) {
+    auto o = OptionsFromHeaders(ctx.request);
+    if (!o.ok()) co_return co_await SendS3Error(ctx, o.status());
+    o->expected_md5.reset();
+    o->expected_size.reset();
+    opts = std::move(*o);
+  }
+  if (auto cond = ctx.request.Header("x-amz-copy-source-if-match")) {
+    auto h = ctx.store.Head(sb, sk);
+    if (h.ok() && !EtagListMatches(*cond, h->etag)) {
+      co_return co_await SendS3Error(
+          ctx, S3Status(S3Error::kPreconditionFailed,
+                        "At least one of the pre-conditions you specified did not hold"));
+    }
+  }
+  auto meta = ctx.store.Copy(sb, sk, ctx.request.bucket, ctx.request.key, std::move(opts));
+  if (!meta.ok()) co_return co_await SendS3Error(ctx, meta.status());
+  co_await SendXml(ctx, 200,
+                   std::string(kXmlDecl) + "<CopyObjectResult" + std::string(kNs) + ">" +
+                       Tag("LastModified", FormatIsoDate(meta->last_modified_ms)) +
+                       Tag("ETag", Quoted(meta->etag)) + "</CopyObjectResult>");
+}
+
+// Query parameters of a (presigned) GET that override response headers.
+constexpr std::pair<const char*, const char*> kResponseOverrides[] = {
+    {"response-content-disposition", "Content-Disposition"},
+    {"response-cache-control", "Cache-Control"},
+    {"response-content-encoding", "Content-Encoding"},
+    {"response-content-language", "Content-Language"},
+    {"response-expires", "Expires"}};
+
+// RFC 7232 section 6 evaluation order. Returns kNone, kPreconditionFailed or kNotModified.
+S3Error EvaluateConditions(const ExtensionRequest& r, const ObjectMeta& m) {
+  int64_t lm = m.last_modified_ms / 1000;
+  if (auto v = r.Header("if-match")) {
+    if (!EtagListMatches(*v, m.etag)) return S3Error::kPreconditionFailed;
+  } else if (auto v2 = r.Header("if-unmodified-since")) {
+    auto t = ParseHttpDate(*v2);
+    if (t && lm > *t) return S3Error::kPreconditionFailed;
+  }
+  if (auto v = r.Header("if-none-match")) {
+    if (EtagListMatches(*v, m.etag)) return S3Error::kNotModified;
+  } else if (auto v2 = r.Header("if-modified-since")) {
+    auto t = ParseHttpDate(*v2);
+    if (t && lm <= *t) return S3Error::kNotModified;
+  }
+  return S3Error::kNone;
+}
+
+Awaitable<void> GetObject(S3Context& ctx) {
+  const ExtensionRequest& r = ctx.request;
+  bool head = r.method == "HEAD";
+  auto reader = ctx.store.Open(r.bucket, r.key);
+  if (!reader.ok()) co_return co_await SendS3Error(ctx, reader.status());
+  const ObjectMeta& m = (*reader)->meta();
+  S3Error cond = EvaluateConditions(r, m);
+  if (cond == S3Error::kNotModified) {
+    HeaderList h;
+    h.emplace_back("ETag", Quoted(m.etag));
+    h.emplace_back("Last-Modified", FormatHttpDate(m.last_modified_ms / 1000));
+    Status s = co_await ctx.response.Start(304, std::move(h), std::nullopt);
+    if (s.ok()) co_await ctx.response.Finish();
+    co_return;
+  }
+  if (cond == S3Error::kPreconditionFailed) {
+    co_return co_await SendS3Error(
+        ctx, S3Status(S3Error::kPreconditionFailed,
+                      "At least one of the pre-conditions you specified did not hold"));
+  }
+  ByteRange range{0, m.size ? m.size - 1 : 0};
+  bool partial = false;
+  if (auto rh = r.Header("range")) {
+    RangeKind k = ParseRange(*rh, m.size, &range);
+    if (k == RangeKind::kUnsatisfiable) {
+      Status st = S3Status(S3Error::kInvalidRange, "The requested range is not satisfiable");
+      co_return co_await SendS3Error(ctx, st);
+    }
+    partial = k == RangeKind::kSatisfiable;
+  }
+  uint64_t length = m.size == 0 ? 0 : (partial ? range.length() : m.size);
+  HeaderList h = ObjectHeaders(m);
+  std::string ct = m.content_type;
+  if (auto v = r.Query("response-content-type")) ct = std::string(*v);
+  h.emplace_back("Content-Type", ct);
+  for (const auto& [q, name] : kResponseOverrides) {
+    if (auto v = r.Query(q)) h.emplace_back(name, std::string(*v));
+  }
+  if (partial) {
+    h.emplace_back("Content-Range", "bytes " + std::to_string(range.first) + "-" +
+                                        std::to_string(range.last) + "/" + std::to_string(m.size));
+  }
+  Status s = co_await ctx.response.Start(partial ? 206 : 200, std::move(h), length);
+  if (!s.ok() || head) {
+    if (s.ok()) co_await ctx.response.Finish();
+    co_return;
+  }
+  // Whole-object reads are verified against the stored SHA-256; a mismatch aborts the response
+  // (the connection closes before Content-Length bytes), so a client never accepts bad bytes.
+  bool verify = !partial && m.sha256.has_value();
+  Sha256 sha;
+  Bytes buf(std::min<uint64_t>(kStreamBufferBytes, std::max<uint64_t>(length, 1)));
+  uint64_t off = partial ? range.first : 0, left = length;
+  while (left > 0) {
+    size_t want = static_cast<size_t>(std::min<uint64_t>(left, buf.size()));
+    auto n = (*reader)->ReadAt(off, std::span<uint8_t>(buf.data(), want));
+    if (!n.ok() || *n != want) {
+      KVCS_LOG_ERROR("s3: read failed for {}/{} at {}: {}", r.bucket, r.key, off,
+                     n.ok() ? "short read" : n.status().ToString());
+      co_return;  // abort: the server closes the connection mid-body
+    }
+    if (verify) sha.Update(ByteSpan(buf.data(), want));
+    s = co_await ctx.response.Write(ByteSpan(buf.data(), want));
+    if (!s.ok()) co_return;
+    off += want;
+    left -= want;
+  }
+  if (verify && sha.Finish() != *m.sha256) {
+    KVCS_LOG_ERROR("s3: {}/{} failed its SHA-256 on read; response aborted", r.bucket, r.key);
+    co_return;
+  }
+  co_await ctx.response.Finish();
+}
+
+Awaitable<void> DeleteObject(S3Context& ctx) {
+  Status s = ctx.store.Delete(ctx.request.bucket, ctx.request.key);
+  if (!s.ok()) co_return co_await SendS3Error(ctx, s);
+  co_await SendEmpty(ctx, 204);
+}
+
+// ---------------------------------------------------------------- multipart
+
+Awaitable<void> CreateMultipart(S3Context& ctx) {
+  auto opts = OptionsFromHeaders(ctx.request);
+  if (!opts.ok()) co_return co_await SendS3Error(ctx, opts.status());
+  opts->expected_md5.reset();
+  opts->expected_size.reset();
+  auto id = ctx.store.CreateMultipart(ctx.request.bucket, ctx.request.key, std::move(*opts));
+  if (!id.ok()) co_return co_await SendS3Error(ctx, id.status());
+  co_await SendXml(ctx, 200,
+                   std::string(kXmlDecl) + "<InitiateMultipartUploadResult" + std::string(kNs) +
+                       ">" + Tag("Bucket", ctx.request.bucket) + Tag("Key", ctx.request.key) +
+                       Tag("UploadId", *id) + "</InitiateMultipartUploadResult>");
+}
+
+Awaitable<void> UploadPart(S3Context& ctx, std::string_view upload_id, std::string_view part) {
+  if (ctx.request.Header("x-amz-copy-source")) {
+    co_return co_await SendS3Error(
+        ctx, S3Status(S3Error::kNotImplemented, "UploadPartCopy is not implemented"));
+  }
+  int n = 0;
+  if (part.empty() || part.size() > 5 ||
+      !std::all_of(part.begin(), part.end(), [](char c) { return c >= '0' && c <= '9'; }) ||
+      (n = std::atoi(std::string(part).c_str())) < 1 || n > store::kMaxPartNumber) {
+    co_return co_await SendS3Error(
+        ctx, S3Status(S3Error::kInvalidArgument,
+                      "Part number must be an integer between 1 and 10000, inclusive"));
+  }
+  auto opts = OptionsFromHeaders(ctx.request);
+  if (!opts.ok()) co_return co_await SendS3Error(ctx, opts.status());
+  if (ctx.request.content_length && *ctx.request.content_length > store::kMaxPartBytes) {
+    co_return co_await SendS3Error(
+        ctx, S3Status(S3Error::kEntityTooLarge, "Your proposed upload exceeds the maximum size"));
+  }
+  auto w = ctx.store.PutPart(ctx.request.bucket, ctx.request.key, upload_id, n, std::move(*opts));
+  if (!w.ok()) co_return co_await SendS3Error(ctx, w.status());
+  auto meta = co_await ReceiveInto(ctx, **w);
+  if (!meta.ok()) co_return co_await SendS3Error(ctx, meta.status());
+  HeaderList h;
+  h.emplace_back("ETag", Quoted(meta->etag));
+  co_await SendEmpty(ctx, 200, std::move(h));
+}
+
+Awaitable<void> CompleteMultipart(S3Context& ctx, std::string_view upload_id) {
+  auto body = co_await ctx.body.ReadAll(kMaxSmallBodyBytes);
+  if (!body.ok()) co_return co_await SendS3Error(ctx, body.status());
+  auto parts = ParseCompleteMultipartUpload(AsStringView(*body));
+  if (!parts.ok()) co_return co_await SendS3Error(ctx, parts.status());
+  auto meta = ctx.store.CompleteMultipart(ctx.request.bucket, ctx.request.key, upload_id, *parts);
+  if (!meta.ok()) co_return co_await SendS3Error(ctx, meta.status());
+  co_await SendXml(ctx, 200,
+                   std::string(kXmlDecl) + "<CompleteMultipartUploadResult" + std::string(kNs) +
+                       ">" + Tag("Location", "/" + ctx.request.bucket + "/" + ctx.request.key) +
+                       Tag("Bucket", ctx.request.bucket) + Tag("Key", ctx.request.key) +
+                       Tag("ETag", Quoted(meta->etag)) + "</CompleteMultipartUploadResult>");
+}
+
+Awaitable<void> AbortMultipart(S3Context& ctx, std::string_view upload_id) {
+  Status s = ctx.store.AbortMultipart(ctx.request.bucket, ctx.request.key, upload_id);
+  if (!s.ok()) co_return co_await SendS3Error(ctx, s);
+  co_await SendEmpty(ctx, 204);
+}
+
+Awaitable<void> ListParts(S3Context& ctx, std::string_view upload_id) {
+  auto parts = ctx.store.ListParts(ctx.request.bucket, ctx.request.key, upload_id);
+  if (!parts.ok()) co_return co_await SendS3Error(ctx, parts.status());
+  auto max_parts = ParseMaxKeys(ctx.request, "max-parts", kMaxListParts);
+  if (!max_parts.ok()) co_return co_await SendS3Error(ctx, max_parts.status());
+  int marker = 0;
+  if (auto v = ctx.request.Query("part-number-marker")) marker = std::atoi(std::string(*v).c_str());
+  std::string x(kXmlDecl);
+  x += "<ListPartsResult" + std::string(kNs) + ">" + Tag("Bucket", ctx.request.bucket) +
+       Tag("Key", ctx.request.key) + Tag("UploadId", upload_id) +
+       Tag("PartNumberMarker", std::to_string(marker)) + Owner() +
+       "<StorageClass>STANDARD</StorageClass>";
+  int count = 0, last = marker;
+  bool truncated = false;
+  std::string items;
+  for (const auto& p : *parts) {
+    if (p.part_number <= marker) continue;
+    if (count >= *max_parts) {
+      truncated = true;
+      break;
+    }
+    ++count;
+    last = p.part_number;
+    items += "<Part>" + Tag("PartNumber", std::to_string(p.part_number)) +
+             Tag("LastModified", FormatIsoDate(p.last_modified_ms)) + Tag("ETag", Quoted(p.etag)) +
+             Tag("Size", std::to_string(p.size)) + "</Part>";
+  }
+  x += Tag("NextPartNumberMarker", std::to_string(last)) +
+       Tag("MaxParts", std::to_string(*max_parts)) +
+       Tag("IsTruncated", truncated ? "true" : "false") + items + "</ListPartsResult>";
+  co_await SendXml(ctx, 200, x);
+}
+
+Awaitable<void> ListUploads(S3Context& ctx) {
+  std::string prefix(ctx.request.Query("prefix").value_or(""));
+  auto ups = ctx.store.ListMultipartUploads(ctx.request.bucket, prefix);
+  if (!ups.ok()) co_return co_await SendS3Error(ctx, ups.status());
+  std::string x(kXmlDecl);
+  x += "<ListMultipartUploadsResult" + std::string(kNs) + ">" + Tag("Bucket", ctx.request.bucket) +
+       "<KeyMarker></KeyMarker><UploadIdMarker></UploadIdMarker>" + Tag("Prefix", prefix) +
+       Tag("MaxUploads", std::to_string(store::kMaxListKeys)) + "<IsTruncated>false</IsTruncated>";
+  for (const auto& u : *ups) {
+    x += "<Upload>" + Tag("Key", u.key) + Tag("UploadId", u.upload_id) + Owner() +
+         "<Initiator><ID>kvcs</ID><DisplayName>kvcs</DisplayName></Initiator>"
+         "<StorageClass>STANDARD</StorageClass>" +
+         Tag("Initiated", FormatIsoDate(u.initiated_ms)) + "</Upload>";
+  }
+  x += "</ListMultipartUploadsResult>";
+  co_await SendXml(ctx, 200, x);
+}
+
+Awaitable<void> NotImplemented(S3Context& ctx, std::string what) {
+  co_await SendS3Error(ctx, S3Status(S3Error::kNotImplemented, what + " is not implemented"));
+}
+
+// Bucket sub-resources we do not implement (answered 501 rather than misrouted to a listing).
+constexpr std::string_view kUnsupportedBucketSubresources[] = {
+    "policy",      "cors",       "lifecycle",           "tagging",           "encryption",
+    "website",     "logging",    "notification",        "replication",       "requestPayment",
+    "object-lock", "accelerate", "ownershipControls",   "publicAccessBlock", "analytics",
+    "metrics",     "inventory",  "intelligent-tiering", "versions"};
+
+}  // namespace
+
+Awaitable<void> SendS3Error(S3Context& ctx, const Status& status) {
+  S3Error e = ToS3Error(status);
+  S3ErrorInfo info = Describe(e);
+  if (info.http_status >= 500) {
+    KVCS_LOG_WARN("s3: {} {}: {}", ctx.request.method, ctx.request.target, status.ToString());
+  } else {
+    KVCS_LOG_DEBUG("s3: {} {}: {} {}", ctx.request.method, ctx.request.target, info.code,
+                   status.message());
+  }
+  HeaderList h;
+  if (e == S3Error::kInvalidRange) {
+    if (auto m = ctx.store.Head(ctx.request.bucket, ctx.request.key); m.ok()) {
+      h.emplace_back("Content-Range", "bytes */" + std::to_string(m->size));
+    }
+  }
+  std::string resource = ctx.request.path;
+  std::string x(kXmlDecl);
+  x += "<Error>" + Tag("Code", info.code) + Tag("Message", status.message());
+  if (!ctx.request.bucket.empty()) x += Tag("BucketName", ctx.request.bucket);
+  if (e == S3Error::kNoSuchKey) x += Tag("Key", ctx.request.key);
+  x += Tag("Resource", resource) + Tag("RequestId", ctx.request_id) + "</Error>";
+  co_await SendXml(ctx, info.http_status, x, std::move(h));
+}
+
+Awaitable<void> HandleS3(S3Context& ctx) {
+  const ExtensionRequest& r = ctx.request;
+  const std::string& m = r.method;
+  if (r.bucket.empty()) {
+    if (m == "GET") co_return co_await ListBuckets(ctx);
+    co_return co_await SendS3Error(
+        ctx, S3Status(S3Error::kMethodNotAllowed,
+                      "The specified method is not allowed against this resource."));
+  }
+  if (r.key.empty()) {
+    for (std::string_view sub : kUnsupportedBucketSubresources) {
+      if (r.HasQuery(sub)) co_return co_await NotImplemented(ctx, "?" + std::string(sub));
+    }
+    if (m == "GET") {
+      if (r.HasQuery("location")) co_return co_await GetBucketLocation(ctx);
+      if (r.HasQuery("versioning")) co_return co_await GetBucketVersioning(ctx);
+      if (r.HasQuery("acl")) co_return co_await GetAcl(ctx);
+      if (r.HasQuery("uploads")) co_return co_await ListUploads(ctx);
+      co_return co_await ListObjects(ctx,
+                                     r.Query("list-type") == std::optional<std::string_view>("2"));
+    }
+    if (m == "PUT") {
+      if (r.HasQuery("acl") || r.HasQuery("versioning")) {
+        co_return co_await NotImplemented(ctx, "bucket configuration");
+      }
+      co_return co_await CreateBucket(ctx);
+    }
+    if (m == "DELETE") co_return co_await DeleteBucket(ctx);
+    if (m == "HEAD") co_return co_await HeadBucket(ctx);
+    if (m == "POST" && r.HasQuery("delete")) co_return co_await DeleteObjects(ctx);
+    co_return co_await SendS3Error(
+        ctx, S3Status(S3Error::kMethodNotAllowed,
+                      "The specified method is not allowed against this resource."));
+  }
+  auto upload_id = r.Query("uploadId");
+  if (m == "PUT") {
+    if (upload_id) {
+      co_return co_await UploadPart(ctx, *upload_id, r.Query("partNumber").value_or(""));
+    }
+    if (r.HasQuery("acl") || r.HasQuery("tagging") || r.HasQuery("retention")) {
+      co_return co_await NotImplemented(ctx, "object configuration");
+    }
+    if (auto src = r.Header("x-amz-copy-source")) co_return co_await CopyObject(ctx, *src);
+    co_return co_await PutObject(ctx);
+  }
+  if (m == "GET" || m == "HEAD") {
+    if (upload_id && m == "GET") co_return co_await ListParts(ctx, *upload_id);
+    if (r.HasQuery("acl") && m == "GET") co_return co_await GetAcl(ctx);
+    if (r.HasQuery("tagging") || r.HasQuery("attributes")) {
+      co_return co_await NotImplemented(ctx, "object tagging/attributes");
+    }
+    co_return co_await GetObject(ctx);
+  }
+  if (m == "DELETE") {
+    if (upload_id) co_return co_await AbortMultipart(ctx, *upload_id);
+    co_return co_await DeleteObject(ctx);
+  }
+  if (m == "POST") {
+    if (r.HasQuery("uploads")) co_return co_await CreateMultipart(ctx);
+    if (upload_id) co_return co_await CompleteMultipart(ctx, *upload_id);
+  }
+  co_await SendS3Error(ctx, S3Status(S3Error::kMethodNotAllowed,
+                                     "The specified method is not allowed against this resource."));
+}
+
+}  // namespace kvcs::s3
