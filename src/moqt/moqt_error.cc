@@ -262,12 +262,11 @@ std::string_view WireErrorName(WireError e) {
 }
 
 Status MalformedError(WireError e, std::string_view what) {
-  std::string m = "moqt: ";
-  m += WireErrorName(e);
-  if (!what.empty()) {
-    m += ": ";
-    m += what;
-  }
+  std::string_view name = WireErrorName(e);
+  std::string m;
+  m.reserve(6 + name.size() + 2 + what.size());
+  m.append("moqt: ").append(name);
+  if (!what.empty()) m.append(": ").append(what);
   return InvalidArgument(std::move(m), static_cast<int>(e));
 }
 
