@@ -100,20 +100,22 @@ class Decoder {
           return v;
         }
         v.type = Type::kMap;
-        v.entries.reserve(size_t(arg));
+        v.keys.reserve(size_t(arg));
+        v.values.reserve(size_t(arg));
         for (uint64_t i = 0; i < arg; ++i) {
           KVCS_ASSIGN_OR_RETURN(Value key, Item(depth + 1));
           if (key.type != Type::kUint && key.type != Type::kNegInt && key.type != Type::kText) {
             return Err(CborError::kBadMapKey, "map keys must be integers or text");
           }
-          for (const auto& [k, unused] : v.entries) {
+          for (const Value& k : v.keys) {
             if (k.type == key.type && k.number == key.number &&
                 std::equal(k.str.begin(), k.str.end(), key.str.begin(), key.str.end())) {
               return Err(CborError::kDuplicateKey, "duplicate map key");
             }
           }
           KVCS_ASSIGN_OR_RETURN(Value val, Item(depth + 1));
-          v.entries.emplace_back(std::move(key), std::move(val));
+          v.keys.push_back(std::move(key));
+          v.values.push_back(std::move(val));
         }
         return v;
       }
@@ -188,8 +190,8 @@ std::optional<int64_t> Value::AsInt() const {
 
 const Value* Value::Find(int64_t label) const {
   if (type != Type::kMap) return nullptr;
-  for (const auto& [k, v] : entries) {
-    if (k.AsInt() == label) return &v;
+  for (size_t i = 0; i < keys.size(); ++i) {
+    if (keys[i].AsInt() == label) return &values[i];
   }
   return nullptr;
 }

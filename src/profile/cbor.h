@@ -53,8 +53,10 @@ struct Value {
   uint64_t number = 0;
   // kBytes / kText: a view into the decoded input.
   ByteSpan str;
-  std::vector<Value> items;                      // kArray
-  std::vector<std::pair<Value, Value>> entries;  // kMap, in encoded order
+  std::vector<Value> items;  // kArray
+  // kMap, in encoded order: keys[i] maps to values[i]. (Two vectors rather than pairs, because
+  // std::pair cannot hold the still-incomplete Value.)
+  std::vector<Value> keys, values;
 
   // The integer as int64 if it is an integer in range.
   std::optional<int64_t> AsInt() const;

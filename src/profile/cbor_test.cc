@@ -72,10 +72,10 @@ void Reencode(const Value& v, Bytes* out) {
       for (const Value& i : v.items) Reencode(i, out);
       break;
     case Type::kMap:
-      PutMapHeader(out, v.entries.size());
-      for (const auto& [k, val] : v.entries) {
-        Reencode(k, out);
-        Reencode(val, out);
+      PutMapHeader(out, v.keys.size());
+      for (size_t i = 0; i < v.keys.size(); ++i) {
+        Reencode(v.keys[i], out);
+        Reencode(v.values[i], out);
       }
       break;
   }
