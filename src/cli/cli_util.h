@@ -16,6 +16,7 @@
 #include <string>
 #include <vector>
 
+#include "common/crypto.h"
 #include "common/hex.h"
 #include "common/status.h"
 #include "kvsp/descriptor.h"
@@ -153,6 +154,40 @@ struct ScopeOptions {
 };
 
 inline std::string Hex(const Digest& d) { return ToHex(d); }
+
+// A producer key file as kvcs keygen writes it: an optional "kid: <kid>" line, then the PEM.
+// Default kid (no such line): 16 hex characters of SHA-256 of the PEM text.
+inline constexpr size_t kMaxKeyFileBytes = 64 * 1024;  // a PEM key is < 1 KiB
+
+inline std::string ProducerKid(std::string_view pem) {
+  return ToHex(Sha256::Hash(pem)).substr(0, 16);
+}
+
+struct KeyFile {
+  std::string kid;
+  std::string pem;
+};
+
+inline Result<KeyFile> LoadKeyFile(const std::string& path) {
+  KVCS_ASSIGN_OR_RETURN(std::string text, ReadSmallFile(path, kMaxKeyFileBytes));
+  KeyFile f;
+  std::string_view rest = text;
+  if (rest.substr(0, 5) == "kid: ") {
+    size_t nl = rest.find('\n');
+    if (nl == std::string_view::npos) return InvalidArgument(path + ": no PEM after the kid line");
+    f.kid = std::string(rest.substr(5, nl - 5));
+    if (!f.kid.empty() && f.kid.back() == '\r') f.kid.pop_back();
+    rest.remove_prefix(nl + 1);
+  }
+  if (rest.find("-----BEGIN ") == std::string_view::npos) {
+    return InvalidArgument(path + " holds no PEM block (-----BEGIN ...)");
+  }
+  f.pem = std::string(rest);
+  if (f.kid.empty()) f.kid = ProducerKid(f.pem);
+  return f;
+}
+
+inline Bytes KidBytes(const std::string& kid) { return Bytes(kid.begin(), kid.end()); }
 
 }  // namespace kvcs::cli
 

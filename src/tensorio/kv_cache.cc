@@ -148,6 +148,34 @@ Result<Digest> HexDigest(const json& j, const std::string& what) {
 
 }  // namespace
 
+std::string_view KvCacheErrorName(KvCacheError e) {
+  switch (e) {
+    case KE::kNone:
+      return "none";
+    case KE::kNoDescriptor:
+      return "no_descriptor";
+    case KE::kBadDescriptor:
+      return "bad_descriptor";
+    case KE::kMissingTensor:
+      return "missing_tensor";
+    case KE::kUnexpectedTensor:
+      return "unexpected_tensor";
+    case KE::kWrongDtype:
+      return "wrong_dtype";
+    case KE::kWrongShape:
+      return "wrong_shape";
+    case KE::kTokenOutOfRange:
+      return "token_out_of_range";
+    case KE::kNoFullBlock:
+      return "no_full_block";
+    case KE::kBadIndex:
+      return "bad_index";
+    case KE::kKeyChainMismatch:
+      return "key_chain_mismatch";
+  }
+  return "unknown";
+}
+
 std::optional<Dtype> SafetensorsDtypeFor(std::string_view kv_dtype) {
   if (kv_dtype == "bf16") return Dtype::kBF16;
   if (kv_dtype == "fp16") return Dtype::kF16;

@@ -55,6 +55,8 @@ enum class KvCacheError {
   kKeyChainMismatch,  // Block Keys recomputed from token_ids differ from the index's
 };
 
+std::string_view KvCacheErrorName(KvCacheError e);
+
 // The safetensors dtype of a descriptor kv_dtype ("bf16" -> BF16); nullopt if unknown.
 std::optional<Dtype> SafetensorsDtypeFor(std::string_view kv_dtype);
 

@@ -156,6 +156,48 @@ Result<TensorInfo> ParseEntry(const std::string& name, const json& v, uint64_t d
 
 }  // namespace
 
+std::string_view SafetensorsErrorName(SafetensorsError e) {
+  switch (e) {
+    case E::kNone:
+      return "none";
+    case E::kTooShort:
+      return "too_short";
+    case E::kHeaderTooLarge:
+      return "header_too_large";
+    case E::kHeaderTruncated:
+      return "header_truncated";
+    case E::kBadJson:
+      return "bad_json";
+    case E::kDuplicateKey:
+      return "duplicate_key";
+    case E::kNotObject:
+      return "not_object";
+    case E::kBadEntry:
+      return "bad_entry";
+    case E::kUnknownDtype:
+      return "unknown_dtype";
+    case E::kBadShape:
+      return "bad_shape";
+    case E::kBadOffsets:
+      return "bad_offsets";
+    case E::kSizeMismatch:
+      return "size_mismatch";
+    case E::kOverlap:
+      return "overlap";
+    case E::kGap:
+      return "gap";
+    case E::kBadMetadata:
+      return "bad_metadata";
+    case E::kTooManyTensors:
+      return "too_many_tensors";
+    case E::kNoSuchTensor:
+      return "no_such_tensor";
+    case E::kIo:
+      return "io";
+  }
+  return "unknown";
+}
+
 std::string_view DtypeName(Dtype d) {
   for (auto& r : kDtypes)
     if (r.d == d) return r.name;

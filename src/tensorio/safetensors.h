@@ -59,6 +59,9 @@ enum class SafetensorsError {
   kIo,               // open/stat/mmap/write failed
 };
 
+// "too_short", "header_too_large", ... (for messages and tools).
+std::string_view SafetensorsErrorName(SafetensorsError e);
+
 enum class Dtype : uint8_t {
   kBool,
   kU8,
