@@ -85,7 +85,7 @@ class QuicStream : public transport::Stream {
 
   void ResetWithCode(transport::ErrorCode code) override {
     if (!HasWriteSide() || write_reset_ || (fin_acked_)) return;
-    write_closed_ = write_reset_ = true;
+    write_closed_ = write_reset_ = local_reset_ = true;
     if (c_->conn_ && !transport_closed_) ngtcp2_conn_shutdown_stream_write(c_->conn_, id_, code);
     c_->ScheduleFlush();
   }
@@ -134,7 +134,7 @@ class QuicStream : public transport::Stream {
   RecvBuffer recv_;
   std::unique_ptr<transport::StreamVisitor> visitor_;
   bool fin_requested_ = false, fin_sent_ = false, fin_acked_ = false;
-  bool write_closed_ = false, write_reset_ = false;
+  bool write_closed_ = false, write_reset_ = false, local_reset_ = false, stop_notified_ = false;
   bool want_can_write_ = false;
   bool in_sendq_ = false, blocked_ = false;
   bool fin_received_ = false, read_finished_ = false, read_event_pending_ = false;
@@ -159,9 +159,6 @@ struct Callbacks {
   }
   static int StreamReset(ngtcp2_conn*, int64_t id, uint64_t, uint64_t code, void* ud, void* sud) {
     return C(ud)->OnStreamReset(id, code, sud);
-  }
-  static int StopSending(ngtcp2_conn*, int64_t id, uint64_t code, void* ud, void* sud) {
-    return C(ud)->OnStopSending(id, code, sud);
   }
   static int ExtendMaxStreamData(ngtcp2_conn*, int64_t id, uint64_t, void* ud, void* sud) {
     return C(ud)->OnExtendMaxStreamData(id, sud);
@@ -246,7 +243,6 @@ ngtcp2_callbacks Connection::MakeCallbacks() const {
   cb.stream_open = Callbacks::StreamOpen;
   cb.stream_close = Callbacks::StreamClose;
   cb.stream_reset = Callbacks::StreamReset;
-  cb.stream_stop_sending = Callbacks::StopSending;
   cb.extend_max_stream_data = Callbacks::ExtendMaxStreamData;
   cb.extend_max_local_streams_bidi = Callbacks::ExtendMaxLocalBidi;
   cb.extend_max_local_streams_uni = Callbacks::ExtendMaxLocalUni;
@@ -420,9 +416,17 @@ int Connection::OnStreamOpen(int64_t id) {
   return 0;
 }
 
-int Connection::OnStreamClose(uint32_t, int64_t, uint64_t, void* sud) {
+int Connection::OnStreamClose(uint32_t flags, int64_t id, uint64_t code, void* sud) {
   auto* s = static_cast<QuicStream*>(sud);
   if (!s) return 0;
+  // ngtcp2 0.12.1 reports no callback when the peer's STOP_SENDING arrives (it just answers with
+  // RESET_STREAM). If our write side ended neither by an acknowledged FIN nor by our own reset,
+  // the peer stopped it: report that now, with the stream's application error code.
+  if (s->HasWriteSide() && !s->fin_acked_ && !s->local_reset_ && !s->stop_notified_ &&
+      (flags & NGTCP2_STREAM_CLOSE_FLAG_APP_ERROR_CODE_SET)) {
+    s->stop_notified_ = true;
+    Push(Ev::kStopSending, id, code);
+  }
   s->transport_closed_ = true;
   s->send_.Clear();  // ngtcp2 no longer references the bytes
   s->write_closed_ = true;
@@ -438,16 +442,6 @@ int Connection::OnStreamReset(int64_t id, uint64_t code, void* sud) {
   if (dropped) ngtcp2_conn_extend_max_offset(conn_, dropped);
   Push(Ev::kReset, id, code);
   sweep_.push_back(s);
-  return 0;
-}
-
-int Connection::OnStopSending(int64_t id, uint64_t code, void* sud) {
-  auto* s = static_cast<QuicStream*>(sud);
-  if (!s) return 0;
-  // ngtcp2 answers STOP_SENDING with RESET_STREAM(code) itself.
-  bool was_open = !s->write_reset_;
-  s->write_closed_ = s->write_reset_ = true;
-  if (was_open) Push(Ev::kStopSending, id, code);
   return 0;
 }
 
@@ -794,7 +788,7 @@ bool Connection::CommitAndMaybeSend(size_t nwrite, const ngtcp2_path& path) {
 }
 
 bool Connection::WriteDatagrams(ngtcp2_path_storage* ps, size_t max_pkt, size_t* pkts,
-                                size_t max_pkts, bool* stop) {
+                                size_t max_pkts, bool* stop, ngtcp2_tstamp ts) {
   UdpSocket& sock = owner_->socket();
   while (!dgram_tx_.empty() && *pkts < max_pkts) {
     auto& d = dgram_tx_.front();
@@ -803,7 +797,7 @@ bool Connection::WriteDatagrams(ngtcp2_path_storage* ps, size_t max_pkt, size_t*
     ngtcp2_pkt_info pi;
     ngtcp2_ssize n = ngtcp2_conn_writev_datagram(
         conn_, &ps->path, &pi, sock.NextPacketBuffer(), max_pkt, &accepted,
-        NGTCP2_WRITE_DATAGRAM_FLAG_MORE, next_dgram_id_, &v, 1, NowTs());
+        NGTCP2_WRITE_DATAGRAM_FLAG_MORE, next_dgram_id_, &v, 1, ts);
     if (accepted) {
       ++next_dgram_id_;
       if (dgram_free_.size() < 64) dgram_free_.push_back(std::move(d));
@@ -847,7 +841,7 @@ void Connection::Flush() {
       std::clamp<size_t>(ngtcp2_conn_get_send_quantum(conn_) / max_pkt, 1, kMaxBatchPackets);
   size_t pkts = 0;
   bool stop = false;
-  if (!WriteDatagrams(&ps, max_pkt, &pkts, max_pkts, &stop)) return;
+  if (!WriteDatagrams(&ps, max_pkt, &pkts, max_pkts, &stop, ts)) return;
   while (!stop && pkts < max_pkts) {
     QuicStream* s = nullptr;
     while (!sendq_.empty()) {
@@ -901,6 +895,11 @@ void Connection::Flush() {
           sendq_.pop_front();
           continue;
         case NGTCP2_ERR_STREAM_SHUT_WR:
+          // The peer's STOP_SENDING shut our write side (reported at stream close).
+          s->write_closed_ = s->write_reset_ = true;
+          s->in_sendq_ = false;
+          sendq_.pop_front();
+          continue;
         case NGTCP2_ERR_STREAM_NOT_FOUND:
           s->in_sendq_ = false;
           sendq_.pop_front();

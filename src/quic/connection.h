@@ -158,7 +158,7 @@ class Connection : public QuicClientSession {
   QuicStream* NewStream(int64_t id);
   void Enqueue(QuicStream* s);
   bool WriteDatagrams(ngtcp2_path_storage* ps, size_t max_pkt, size_t* pkts, size_t max_pkts,
-                      bool* stop);
+                      bool* stop, ngtcp2_tstamp ts);
   bool CommitAndMaybeSend(size_t nwrite, const ngtcp2_path& path);
 
   // ngtcp2 callback bodies.
@@ -167,7 +167,6 @@ class Connection : public QuicClientSession {
   int OnStreamOpen(int64_t id);
   int OnStreamClose(uint32_t flags, int64_t id, uint64_t code, void* sud);
   int OnStreamReset(int64_t id, uint64_t code, void* sud);
-  int OnStopSending(int64_t id, uint64_t code, void* sud);
   int OnExtendMaxStreamData(int64_t id, void* sud);
   int OnRecvDatagram(const uint8_t* data, size_t len);
   int OnNewCid(ngtcp2_cid* cid, uint8_t* token, size_t cidlen);

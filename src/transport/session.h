@@ -95,7 +95,11 @@ class StreamVisitor {
   virtual void OnCanWrite() = 0;
   // The peer sent RESET_STREAM: no more data will arrive; unread data was discarded.
   virtual void OnResetStreamReceived(ErrorCode code) = 0;
-  // The peer sent STOP_SENDING: our write side was reset with the same code (RFC 9000 §3.5).
+  // The peer sent STOP_SENDING: our write side was reset (RFC 9000 §3.5); further writes fail.
+  // QUIC implementation note (ngtcp2 0.12.1 has no receive callback for STOP_SENDING): this
+  // fires when the stream closes, i.e. once the read side is also finished, and `code` is the
+  // stream's first application error code (the STOP_SENDING code, unless the peer also reset
+  // the stream first, in which case the RESET_STREAM code). CanWrite() turns false at once.
   virtual void OnStopSendingReceived(ErrorCode code) = 0;
   // All data written (and the FIN) were acknowledged by the peer.
   virtual void OnWriteSideInDataRecvdState() {}
@@ -165,7 +169,8 @@ class SessionVisitor {
   virtual void OnSessionReady() = 0;
   // The session ended (see LIFETIMES). Fired exactly once per session that was announced.
   virtual void OnSessionClosed(const CloseInfo& info) = 0;
-  // The peer opened stream(s); call AcceptIncoming*Stream() until it returns nullptr.
+  // The peer opened stream(s); call AcceptIncoming*Stream() until it returns nullptr. (A stream
+  // the peer reset before any of its bytes arrived is never announced.)
   virtual void OnIncomingBidirectionalStreamAvailable() = 0;
   virtual void OnIncomingUnidirectionalStreamAvailable() = 0;
   // One unreliable datagram arrived (the span is valid during the call only).

@@ -7,6 +7,9 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <optional>
+#include <random>
+#include <set>
 #include <filesystem>
 #include <fstream>
 #include <functional>
@@ -37,6 +40,7 @@ struct CertFiles {
 };
 
 // Writes a fresh self-signed certificate for `name` into a temp dir (once per name per process).
+// Two calls with different names give unrelated certificates (neither trusts the other).
 inline const CertFiles& TestCert(const std::string& name) {
   static std::mutex mu;
   static std::map<std::string, CertFiles> cache;
@@ -78,7 +82,8 @@ class PayloadGen {
 //       server uni stream: u64 client stream id, u64 count, digest).
 //   'P' like 'D' but stop reading until a 'G' stream arrives (flow-control stall).
 //   'G' resume every paused stream; reply FIN.
-//   'R' + u64 code: reset our write side with `code`, send STOP_SENDING with code + 1.
+//   'R' + u64 code: reset our write side with `code` (RESET_STREAM).
+//   'S' + u64 code: send STOP_SENDING(code), then FIN our write side.
 //   'E' echo every byte back, FIN at FIN.
 //   'U' + u64 n: open a server uni stream carrying n payload bytes (seed 7), FIN.
 //   'B': open a server bidi stream, write "ping" + FIN, expect "pong" + FIN, then reply "ok".
@@ -244,7 +249,7 @@ inline void ServerStream::OnCanRead() {
   if (paused_ || done_) return;
   uint8_t buf[64 << 10];
   for (;;) {
-    if (cmd_ == 0 || (cmd_ == 'R' && header_.size() < 8) || (cmd_ == 'U' && header_.size() < 8)) {
+    if (cmd_ == 0 || ((cmd_ == 'R' || cmd_ == 'S') && header_.size() < 8) || (cmd_ == 'U' && header_.size() < 8)) {
       if (cmd_ == 0) {
         auto r = s_->Read({buf, 1});
         if (r.bytes_read == 0) return;
@@ -323,7 +328,13 @@ inline void ServerStream::OnCanRead() {
         uint64_t code = GetU64(header_.data());
         done_ = true;
         s_->ResetWithCode(code);
-        s_->SendStopSending(code + 1);
+        return;
+      }
+      case 'S': {
+        uint64_t code = GetU64(header_.data());
+        done_ = true;
+        s_->SendStopSending(code);
+        (void)s_->Write({}, true);
         return;
       }
       case 'E': {
