@@ -168,6 +168,17 @@ TEST(Descriptor, MlaHasNoVSection) {
   EXPECT_EQ(VSectionBytes(*d), 0u);
 }
 
+TEST(Descriptor, CanonicalEscapesEveryControlCharacter) {
+  auto d = ParseDescriptor(kSpecDescriptor);
+  ASSERT_TRUE(d.ok());
+  d->tokenizer_rev = std::string("\x00\x08\x09\x0a\x0c\x0d\x1f ", 8);
+  std::string c = CanonicalJson(*d);
+  EXPECT_NE(c.find(R"("tokenizer_rev":"\u0000\b\t\n\f\r\u001f ")"), std::string::npos) << c;
+  auto back = ParseDescriptor(c);
+  ASSERT_TRUE(back.ok()) << back.status().ToString();
+  EXPECT_EQ(back->tokenizer_rev, d->tokenizer_rev);
+}
+
 TEST(Descriptor, DtypeBytes) {
   EXPECT_EQ(DtypeBytes("bf16"), 2u);
   EXPECT_EQ(DtypeBytes("fp16"), 2u);
