@@ -195,6 +195,13 @@ std::vector<ControlVector> MakeControlVectors() {
     m.params.authorization_tokens = {Token(AuthTokenAliasType::kDelete, 5, 0, "")};
     v.push_back({"subscribe_namespace_empty_prefix", "50 0007 0E 00 01 03020005", m});
   }
+  {  // a grease Token Type is opaque: carried, not interpreted
+    SubscribeNamespace m;
+    m.request_id = 20;
+    m.prefix = {"a"};
+    m.params.authorization_tokens = {Token(AuthTokenAliasType::kUseValue, 0, 0x9D, "")};
+    v.push_back({"subscribe_namespace_grease_token_type", "50 000A 14 010161 01 0303 03809D", m});
+  }
   {
     SubscribeTracks m;
     m.request_id = 16;
@@ -393,6 +400,10 @@ std::vector<MalformedVector> MakeMalformedDataStreamVectors() {
       {"fetch_descending_underflow", "0500 1C00000700 080000", W::kIntegerOverflow,
        GroupOrder::kDescending},
       {"nonzero_padding", "F0132B3E28 0001", W::kNonZeroPadding},
+      {"fetch_group_overflow", "0500 1CFFFFFFFFFFFFFFFFFF000700 080000", W::kIntegerOverflow},
+      {"fetch_fin_mid_payload", "0500 1C0100070361", W::kFinMidObject},
+      {"fetch_fin_mid_marker", "0500 808C00", W::kFinMidObject},
+      {"subgroup_data_after_properties_fin", "11010107 0000", W::kFinMidObject},
   };
 }
 
