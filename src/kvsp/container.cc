@@ -378,4 +378,18 @@ Result<LayerSections> LayerBytes(const ContainerView& v, ByteSpan container, uin
                        container.subspan(l->v.offset, l->v_len)};
 }
 
+Status DecodeLayerRaw(const ContainerView& view, ByteSpan container, uint32_t layer,
+                      const Descriptor& d, Bytes* k, Bytes* v) {
+  KVCS_RETURN_IF_ERROR(ValidateDescriptor(d));
+  KVCS_ASSIGN_OR_RETURN(LayerSections sec, LayerBytes(view, container, layer));
+  const SectionShape ks = KShape(d), vs = VShape(d);
+  k->resize(ks.raw_bytes());
+  v->resize(vs.raw_bytes());
+  KVCS_RETURN_IF_ERROR(DecodeSection(view.header.codec, ks, sec.k, *k)
+                           .WithContext("layer " + std::to_string(layer) + " K"));
+  KVCS_RETURN_IF_ERROR(DecodeSection(view.header.codec, vs, sec.v, *v)
+                           .WithContext("layer " + std::to_string(layer) + " V"));
+  return Status::Ok();
+}
+
 }  // namespace kvcs::kvsp

@@ -163,6 +163,12 @@ Status VerifyLayer(const ContainerView& view, uint32_t layer, ByteSpan k, ByteSp
 // The K and V bytes of a layer inside a whole container. REQUIRES: view parsed from container.
 Result<LayerSections> LayerBytes(const ContainerView& view, ByteSpan container, uint32_t layer);
 
+// Decodes one layer of a verified container back to raw K and V sections of `d`'s dtype (what a
+// consumer writes into its KV cache). *k and *v are resized to the raw section sizes.
+// REQUIRES: view parsed from container (DecodeContainer / VerifyContainer).
+Status DecodeLayerRaw(const ContainerView& view, ByteSpan container, uint32_t layer,
+                      const Descriptor& d, Bytes* k, Bytes* v);
+
 }  // namespace kvcs::kvsp
 
 #endif  // KVCS_KVSP_CONTAINER_H_

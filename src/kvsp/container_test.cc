@@ -378,6 +378,13 @@ TEST(Container, FromRawEveryCodecRoundTrips) {
         EXPECT_EQ(*k, raw[2 * l]);
       }
       EXPECT_EQ(k->size(), raw[2 * l].size());
+      Bytes kk, vv;
+      ASSERT_TRUE(DecodeLayerRaw(*view, *enc, l, *d, &kk, &vv).ok());
+      EXPECT_EQ(kk, *k);
+      EXPECT_EQ(vv.size(), raw[2 * l + 1].size());
+      if (c == Codec::kRaw || c == Codec::kZstd) {
+        EXPECT_EQ(vv, raw[2 * l + 1]);
+      }
     }
   }
   // Encoder refuses what it cannot write.
