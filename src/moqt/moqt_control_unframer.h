@@ -2,9 +2,10 @@
 // { Type (vi64), Length (16), Body } without decoding bodies.
 //
 // It rejects an unknown message type as soon as the type is complete (draft: unknown message
-// types are fatal — grease applies to options and properties, not to message types), and
-// buffers at most one message (kMaxControlMessageHeader + kMaxControlMessageBody bytes) beyond
-// what the caller has consumed. Errors are sticky. Not thread-safe.
+// types are fatal — grease applies to options and properties, not to message types). A message
+// is at most kMaxControlMessageHeader + kMaxControlMessageBody bytes, so a caller that calls
+// Next() until kNeedMoreData after every Append() keeps the buffer below one message plus its
+// latest chunk. Errors are sticky. Not thread-safe.
 #ifndef KVCS_MOQT_MOQT_CONTROL_UNFRAMER_H_
 #define KVCS_MOQT_MOQT_CONTROL_UNFRAMER_H_
 

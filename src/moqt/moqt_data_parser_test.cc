@@ -298,6 +298,25 @@ TEST(MoqtDataStream, EndOfRangeAbsoluteReading) {
   EXPECT_FALSE(d.AppendEndOfRange({EndOfRangeKind::kNonExistent, {1, 9}}, &b2).ok());
 }
 
+// Every single-bit flip of every stream: a typed error or a clean parse, never a crash.
+TEST(MoqtDataStream, BitFlipsGiveTypedResults) {
+  for (const auto& v : DataStreamVectors()) {
+    Bytes b = HexBytes(v.hex);
+    for (size_t i = 0; i < b.size() * 8; ++i) {
+      Bytes c = b;
+      c[i / 8] ^= static_cast<uint8_t>(1u << (i % 8));
+      for (std::vector<size_t> chunks : {std::vector<size_t>{}, std::vector<size_t>{1}}) {
+        std::optional<Status> err;
+        Parse(c, chunks, v.order, &err);
+        if (err) {
+          EXPECT_EQ(err->code(), Code::kInvalidArgument) << v.name << " bit " << i;
+          EXPECT_NE(WireErrorOf(*err), WireError::kNone) << v.name << " bit " << i;
+        }
+      }
+    }
+  }
+}
+
 TEST(MoqtDataStream, NothingAfterFailureOrFin) {
   Recorder r;
   DataStreamParser p(&r);

@@ -96,6 +96,20 @@ TEST(MoqtDatagram, EveryTypeVariantRoundTrips) {
   }
 }
 
+TEST(MoqtDatagram, BitFlipsGiveTypedResults) {
+  for (const auto& v : DatagramVectors()) {
+    Bytes b = HexBytes(v.hex);
+    for (size_t i = 0; i < b.size() * 8; ++i) {
+      Bytes c = b;
+      c[i / 8] ^= static_cast<uint8_t>(1u << (i % 8));
+      Result<ParsedDatagram> d = ParseDatagram(c);
+      if (!d.ok()) {
+        EXPECT_NE(WireErrorOf(d.status()), WireError::kNone) << v.name << " bit " << i;
+      }
+    }
+  }
+}
+
 TEST(MoqtDatagram, EncoderRefusesInvalidCombinations) {
   ObjectDatagram d;
   d.status = ObjectStatus::kEndOfGroup;
