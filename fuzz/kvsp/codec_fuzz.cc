@@ -1,5 +1,6 @@
 // Fuzzes section decoding: the first 4 bytes pick the codec, dtype and a small shape; the rest is
 // the encoded section. Never crashes; a decoded quantized section re-encodes to the same length.
+#include <algorithm>
 #include <cstdlib>
 
 #include "kvsp/codec.h"

@@ -1,5 +1,6 @@
 // Fuzzes container parsing, decoding and verification: never crashes; an accepted container
 // re-encodes to exactly the same bytes, and its layers verify one by one.
+#include <algorithm>
 #include <cstdlib>
 #include <vector>
 
