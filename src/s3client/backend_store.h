@@ -1,0 +1,109 @@
+// S3BackendStore: a store::ObjectStore kept in an existing S3 service (Ceph RGW, MinIO, AWS ...)
+// through S3Client, so that `kvcs store` (its S3 API and the aggregated extension) can run in
+// front of a distributed object store. docs/protocols/s3-backend.md has the design.
+//
+// Mapping (path-style): front bucket B is backend bucket bucket_prefix + B; keys are unchanged.
+//   Put (ObjectWriter)  small objects: one PUT at Commit (atomic in S3); above
+//                       multipart_threshold: a multipart upload whose parts stream out as the
+//                       writer fills part_bytes, completed at Commit (S3 publishes atomically),
+//                       aborted if the writer is dropped or a check fails.
+//   Open / ReadAt       HEAD pins the ETag; every ReadAt is a range GET with If-Match, so a reader
+//                       never mixes two versions: if the key is overwritten, reads fail
+//                       (kIo, "object changed") instead of returning other bytes.
+//   ReadMany            parallel range GETs (S3Client::ParallelGet, bounded concurrency): layer l
+//                       of N blocks is gathered by N concurrent range reads.
+//   Multipart API       passes through (parts are buffered up to kMaxBufferedPartBytes).
+//
+// Verification: Commit stores the object's SHA-256 in x-amz-meta-kvcs-sha256 (for multipart
+// writes when it is known up front, i.e. PutOptions::expected_sha256); HEAD returns it as
+// ObjectMeta::sha256 so whole-object readers verify exactly as with the local store. Payloads are
+// sent with their SHA-256 signed and Content-MD5, so the service refuses altered bytes; range GETs
+// check Content-Range, length and ETag. The aggregated extension verifies each layer against the
+// KVSP container's layer digests, so a corrupt range is never delivered.
+//
+// Thread-safety: all methods are thread-safe (the client is). Writers: one thread at a time.
+#ifndef KVCS_S3CLIENT_BACKEND_STORE_H_
+#define KVCS_S3CLIENT_BACKEND_STORE_H_
+
+#include <memory>
+#include <string>
+
+#include "s3client/s3_client.h"
+#include "store/object_store.h"
+
+namespace kvcs::s3client {
+
+// User-metadata name (after x-amz-meta-) that carries the object's SHA-256 in hex.
+inline constexpr char kSha256MetaName[] = "kvcs-sha256";
+// A multipart part written through PutPart is buffered before it is sent (S3 needs its length
+// and we sign its SHA-256); clients use 5–64 MiB parts; larger ones are refused (kEntityTooLarge).
+inline constexpr uint64_t kMaxBufferedPartBytes = 128ull << 20;
+// Pages fetched by ListParts / ListMultipartUploads (10 × 1,000 = S3's 10,000-part maximum).
+inline constexpr int kMaxListPages = 10;
+
+struct S3BackendOptions {
+  ClientOptions client;
+  // Backend bucket = bucket_prefix + front bucket (lets several stores share one service).
+  std::string bucket_prefix;
+  // Objects up to this size go in one PUT; larger ones as multipart (S3 limits one PUT to 5 GiB;
+  // 16 MiB keeps one request's memory small while KV containers of 2 MiB stay single PUTs).
+  uint64_t multipart_threshold = 16ull << 20;
+  // Part size of multipart writes (S3 minimum 5 MiB).
+  uint64_t part_bytes = 8ull << 20;
+};
+
+class S3BackendStore final : public store::ObjectStore {
+ public:
+  // Creates the client and checks that the service answers with these credentials (one
+  // ListBuckets). Fails with the client's typed error otherwise.
+  static Result<std::unique_ptr<S3BackendStore>> Open(S3BackendOptions options);
+  ~S3BackendStore() override;
+
+  S3Client& client();
+
+  Status CreateBucket(std::string_view bucket) override;
+  Status DeleteBucket(std::string_view bucket) override;
+  Result<store::BucketInfo> HeadBucket(std::string_view bucket) override;
+  Result<std::vector<store::BucketInfo>> ListBuckets() override;
+  Result<std::unique_ptr<store::ObjectWriter>> Put(std::string_view bucket, std::string_view key,
+                                                   store::PutOptions options) override;
+  Result<std::shared_ptr<const store::ObjectReader>> Open(std::string_view bucket,
+                                                          std::string_view key) override;
+  Result<store::ObjectMeta> Head(std::string_view bucket, std::string_view key) override;
+  Status Delete(std::string_view bucket, std::string_view key) override;
+  Result<store::ListResult> List(std::string_view bucket,
+                                 const store::ListOptions& options) override;
+  Result<store::ObjectMeta> Copy(std::string_view src_bucket, std::string_view src_key,
+                                 std::string_view dst_bucket, std::string_view dst_key,
+                                 std::optional<store::PutOptions> options) override;
+  void ReadMany(std::span<store::RangeRead> ranges) override;
+  Result<std::string> CreateMultipart(std::string_view bucket, std::string_view key,
+                                      store::PutOptions options) override;
+  Result<std::unique_ptr<store::ObjectWriter>> PutPart(std::string_view bucket,
+                                                       std::string_view key,
+                                                       std::string_view upload_id, int part_number,
+                                                       store::PutOptions options) override;
+  Result<std::vector<store::PartInfo>> ListParts(std::string_view bucket, std::string_view key,
+                                                 std::string_view upload_id) override;
+  Result<store::ObjectMeta> CompleteMultipart(std::string_view bucket, std::string_view key,
+                                              std::string_view upload_id,
+                                              std::span<const store::CompletePart> parts) override;
+  Status AbortMultipart(std::string_view bucket, std::string_view key,
+                        std::string_view upload_id) override;
+  Result<std::vector<store::UploadInfo>> ListMultipartUploads(std::string_view bucket,
+                                                              std::string_view prefix) override;
+
+  struct Impl;
+
+ private:
+  explicit S3BackendStore(std::unique_ptr<Impl> impl);
+  std::unique_ptr<Impl> impl_;
+};
+
+// Maps a client Status to a store Status (StoreError detail; the Code is kept, so kUnavailable
+// still says "retrying may help").
+Status ToStoreStatus(const Status& client_status);
+
+}  // namespace kvcs::s3client
+
+#endif  // KVCS_S3CLIENT_BACKEND_STORE_H_

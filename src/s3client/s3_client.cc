@@ -1,0 +1,718 @@
+#include "common/asio.h"  // first: fixes the Boost 1.74 + GCC 12 trap (shared/style.md §0)
+
+#include "s3client/s3_client.h"
+
+#include <openssl/evp.h>
+
+#include <algorithm>
+#include <boost/beast/core.hpp>
+#include <boost/beast/http.hpp>
+#include <charconv>
+#include <chrono>
+#include <condition_variable>
+#include <deque>
+#include <latch>
+#include <mutex>
+#include <random>
+#include <thread>
+
+#include "common/crypto.h"
+#include "common/hex.h"
+#include "s3/http_util.h"
+
+namespace kvcs::s3client {
+namespace {
+
+namespace net = boost::asio;
+namespace beast = boost::beast;
+namespace http = beast::http;
+using tcp = net::ip::tcp;
+using Clock = std::chrono::steady_clock;
+using ErrorCode = boost::system::error_code;
+
+std::string Lower(std::string_view s) {
+  std::string out(s);
+  for (char& c : out) {
+    if (c >= 'A' && c <= 'Z') c = static_cast<char>(c + 32);
+  }
+  return out;
+}
+
+std::string Base64(ByteSpan in) {
+  std::string out(4 * ((in.size() + 2) / 3) + 1, '\0');
+  int n = EVP_EncodeBlock(reinterpret_cast<unsigned char*>(out.data()), in.data(),
+                          static_cast<int>(in.size()));
+  out.resize(static_cast<size_t>(n));
+  return out;
+}
+
+template <typename T>
+bool ParseNum(std::string_view s, T* out) {
+  if (s.empty()) return false;
+  auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), *out);
+  return ec == std::errc() && p == s.data() + s.size();
+}
+
+struct Response {
+  unsigned status = 0;
+  HeaderPairs headers;  // names lowercased
+  Bytes body;
+  std::string_view Header(std::string_view name) const {
+    for (const auto& [k, v] : headers) {
+      if (k == name) return v;
+    }
+    return {};
+  }
+  bool HasHeader(std::string_view name) const {
+    return std::any_of(headers.begin(), headers.end(),
+                       [&](const auto& kv) { return kv.first == name; });
+  }
+};
+
+// One logical request; signed afresh for every attempt.
+struct RequestSpec {
+  http::verb verb = http::verb::get;
+  std::string path;  // decoded, "/bucket/key"
+  HeaderPairs query;
+  HeaderPairs headers;  // besides host and the signature headers
+  ByteSpan body;
+  bool send_length = false;   // PUT/POST always send Content-Length
+  size_t body_limit = 0;      // largest successful response body expected
+  bool error_in_200 = false;  // CopyObject/CompleteMultipartUpload may carry <Error> in a 200
+  std::string payload_hash;   // hex SHA-256 of body
+};
+
+ClientError FromAsio(const ErrorCode& ec) {
+  if (ec == beast::error::timeout) return ClientError::kTimeout;
+  if (ec == http::error::body_limit || ec == http::error::header_limit ||
+      ec == http::error::buffer_overflow) {
+    return ClientError::kResponseTooLarge;
+  }
+  if (ec.category() == http::make_error_code(http::error::bad_version).category() &&
+      ec != http::error::end_of_stream && ec != http::error::partial_message) {
+    return ClientError::kProtocol;
+  }
+  return ClientError::kConnectionLost;
+}
+
+// One keep-alive socket with its own io_context: each blocking call runs the io_context until
+// the single operation it started completes or the socket's expiry fires.
+class Connection {
+ public:
+  Connection() : stream_(ioc_) {}
+
+  Status Connect(const tcp::resolver::results_type& endpoints, Clock::time_point deadline) {
+    ErrorCode ec = Run(deadline, [&](auto handler) { stream_.async_connect(endpoints, handler); });
+    if (ec) {
+      return ClientStatus(
+          ec == beast::error::timeout ? ClientError::kTimeout : ClientError::kConnect,
+          "connect: " + ec.message());
+    }
+    stream_.socket().set_option(tcp::no_delay(true), ec);
+    return Status::Ok();
+  }
+
+  // Sends `req` and reads one response. On any error the connection must be discarded.
+  Status Exchange(http::request<http::buffer_body>& req, bool head, size_t body_limit,
+                  Clock::time_point deadline, Response* out) {
+    ErrorCode ec = Run(deadline, [&](auto handler) { http::async_write(stream_, req, handler); });
+    if (ec) return ClientStatus(FromAsio(ec), "send: " + ec.message());
+    http::response_parser<http::vector_body<uint8_t>> parser;
+    parser.header_limit(static_cast<uint32_t>(kMaxResponseHeaderBytes));
+    parser.body_limit(body_limit);
+    if (head) parser.skip(true);
+    ec = Run(deadline, [&](auto handler) { http::async_read(stream_, buffer_, parser, handler); });
+    if (ec) return ClientStatus(FromAsio(ec), "receive: " + ec.message());
+    auto msg = parser.release();
+    out->status = msg.result_int();
+    for (const auto& f : msg) {
+      auto n = f.name_string();
+      auto v = f.value();
+      out->headers.emplace_back(Lower(std::string_view(n.data(), n.size())),
+                                std::string(v.data(), v.size()));
+    }
+    out->body = std::move(msg.body());
+    reusable_ = msg.keep_alive();
+    return Status::Ok();
+  }
+
+  bool reusable() const { return reusable_; }
+
+ private:
+  template <typename Start>
+  ErrorCode Run(Clock::time_point deadline, Start start) {
+    ErrorCode result = net::error::would_block;
+    stream_.expires_at(deadline);
+    start([&result](ErrorCode ec, auto&&...) { result = ec; });
+    ioc_.restart();
+    ioc_.run();
+    return result;
+  }
+
+  net::io_context ioc_{1};
+  beast::tcp_stream stream_;
+  beast::flat_buffer buffer_;
+  bool reusable_ = false;
+};
+
+double Uniform01() {
+  thread_local std::mt19937_64 rng{std::random_device{}()};
+  return std::uniform_real_distribution<double>(0.0, 1.0)(rng);
+}
+
+void AddPutOptions(const PutObjectOptions& o, HeaderPairs* h) {
+  h->emplace_back("content-type", o.content_type.empty() ? "binary/octet-stream" : o.content_type);
+  if (!o.content_encoding.empty()) h->emplace_back("content-encoding", o.content_encoding);
+  if (!o.content_disposition.empty()) h->emplace_back("content-disposition", o.content_disposition);
+  if (!o.cache_control.empty()) h->emplace_back("cache-control", o.cache_control);
+  for (const auto& [k, v] : o.user_meta) h->emplace_back("x-amz-meta-" + Lower(k), v);
+}
+
+}  // namespace
+
+Result<Endpoint> ParseEndpoint(std::string_view url) {
+  constexpr std::string_view kHttp = "http://";
+  if (url.substr(0, 8) == "https://") {
+    return Status(Code::kUnsupported, "https endpoints are not supported yet; use http://");
+  }
+  if (url.substr(0, kHttp.size()) != kHttp) {
+    return InvalidArgument("S3 endpoint must look like http://host:port, got '" + std::string(url) +
+                           "'");
+  }
+  std::string_view rest = url.substr(kHttp.size());
+  while (!rest.empty() && rest.back() == '/') rest.remove_suffix(1);
+  if (rest.empty() || rest.find('/') != std::string_view::npos) {
+    return InvalidArgument("S3 endpoint must be http://host[:port] without a path");
+  }
+  Endpoint ep;
+  size_t colon = rest.rfind(':');
+  if (!rest.empty() && rest.front() == '[') {  // [v6]:port
+    size_t close = rest.find(']');
+    if (close == std::string_view::npos) return InvalidArgument("bad IPv6 endpoint");
+    ep.host = std::string(rest.substr(1, close - 1));
+    colon = rest.size() > close + 1 && rest[close + 1] == ':' ? close + 1 : std::string_view::npos;
+  } else {
+    ep.host = std::string(rest.substr(0, colon));
+  }
+  if (colon != std::string_view::npos) {
+    uint32_t port = 0;
+    if (!ParseNum(rest.substr(colon + 1), &port) || port == 0 || port > 65535) {
+      return InvalidArgument("bad port in S3 endpoint '" + std::string(url) + "'");
+    }
+    ep.port = static_cast<uint16_t>(port);
+  }
+  if (ep.host.empty()) return InvalidArgument("S3 endpoint has no host");
+  return ep;
+}
+
+struct S3Client::Impl {
+  ClientOptions options;
+  Endpoint endpoint;
+  std::string host_header;
+  tcp::resolver::results_type endpoints;
+
+  // Connection pool.
+  std::mutex pool_mu;
+  std::condition_variable pool_cv;
+  std::vector<std::unique_ptr<Connection>> idle;
+  int open_connections = 0;
+
+  // ParallelGet workers.
+  std::mutex work_mu;
+  std::condition_variable work_cv;
+  std::deque<std::function<void()>> work;
+  bool stopping = false;
+  std::vector<std::thread> workers;
+
+  std::atomic<uint64_t> requests{0}, attempts{0}, retries{0}, connections{0};
+
+  ~Impl() {
+    {
+      std::lock_guard lock(work_mu);
+      stopping = true;
+    }
+    work_cv.notify_all();
+    for (auto& t : workers) t.join();
+  }
+
+  void WorkerLoop() {
+    while (true) {
+      std::function<void()> task;
+      {
+        std::unique_lock lock(work_mu);
+        work_cv.wait(lock, [&] { return stopping || !work.empty(); });
+        if (work.empty()) return;
+        task = std::move(work.front());
+        work.pop_front();
+      }
+      task();
+    }
+  }
+
+  Result<std::unique_ptr<Connection>> Acquire(Clock::time_point deadline) {
+    {
+      std::unique_lock lock(pool_mu);
+      if (!pool_cv.wait_until(lock, deadline, [&] {
+            return !idle.empty() || open_connections < options.max_connections;
+          })) {
+        return ClientStatus(ClientError::kTimeout, "no free connection before the deadline");
+      }
+      if (!idle.empty()) {
+        auto c = std::move(idle.back());
+        idle.pop_back();
+        return c;
+      }
+      ++open_connections;
+    }
+    auto c = std::make_unique<Connection>();
+    Status s = c->Connect(endpoints, deadline);
+    if (!s.ok()) {
+      Discard(nullptr);
+      return s;
+    }
+    connections.fetch_add(1, std::memory_order_relaxed);
+    return c;
+  }
+
+  void Release(std::unique_ptr<Connection> c) {
+    {
+      std::lock_guard lock(pool_mu);
+      idle.push_back(std::move(c));
+    }
+    pool_cv.notify_one();
+  }
+
+  // Drops a broken connection and, because a server that broke one has usually closed all of
+  // them (restart, overload), every idle one too.
+  void Discard(std::unique_ptr<Connection> broken) {
+    std::vector<std::unique_ptr<Connection>> dropped;
+    {
+      std::lock_guard lock(pool_mu);
+      open_connections -= static_cast<int>(idle.size()) + 1;
+      dropped.swap(idle);
+    }
+    broken.reset();
+    dropped.clear();
+    pool_cv.notify_all();
+  }
+
+  Result<Response> Attempt(const RequestSpec& spec, Clock::time_point deadline) {
+    SignableRequest sreq;
+    auto verb_name = http::to_string(spec.verb);
+    sreq.method = std::string(verb_name.data(), verb_name.size());
+    sreq.path = spec.path;
+    sreq.query = spec.query;
+    sreq.headers.emplace_back("host", host_header);
+    for (const auto& h : spec.headers) sreq.headers.push_back(h);
+    if (spec.send_length)
+      sreq.headers.emplace_back("content-length", std::to_string(spec.body.size()));
+    Sign(options.credentials, options.now_unix(), spec.payload_hash, &sreq);
+
+    http::request<http::buffer_body> req;
+    req.method(spec.verb);
+    req.target(RequestTarget(sreq));
+    req.version(11);
+    for (const auto& [k, v] : sreq.headers) req.set(k, v);
+    req.keep_alive(true);
+    req.body().data = const_cast<uint8_t*>(spec.body.data());
+    req.body().size = spec.body.size();
+    req.body().more = false;
+
+    KVCS_ASSIGN_OR_RETURN(std::unique_ptr<Connection> conn, Acquire(deadline));
+    Response res;
+    Status s = conn->Exchange(req, spec.verb == http::verb::head,
+                              std::max(spec.body_limit, size_t{64} << 10), deadline, &res);
+    if (!s.ok()) {
+      Discard(std::move(conn));
+      return s;
+    }
+    if (conn->reusable()) {
+      Release(std::move(conn));
+    } else {
+      Discard(std::move(conn));
+    }
+    return res;
+  }
+
+  Result<Response> Execute(const RequestSpec& spec) {
+    requests.fetch_add(1, std::memory_order_relaxed);
+    const RetryPolicy& rp = options.retry;
+    const Clock::time_point deadline = Clock::now() + rp.total_deadline;
+    const int max_attempts = std::clamp(rp.max_attempts, 1, kMaxAttempts);
+    auto verb_name = http::to_string(spec.verb);
+    const std::string what = std::string(verb_name.data(), verb_name.size()) + " " + spec.path;
+    Status last;
+    for (int attempt = 1; attempt <= max_attempts; ++attempt) {
+      if (attempt > 1) {
+        auto delay = BackoffDelay(rp, attempt - 1, Uniform01());
+        if (Clock::now() + delay >= deadline) {
+          return ClientStatus(ClientError::kDeadlineExceeded,
+                              what + ": deadline exceeded after " + std::to_string(attempt - 1) +
+                                  " attempts; last error: " + last.message());
+        }
+        std::this_thread::sleep_for(delay);
+        retries.fetch_add(1, std::memory_order_relaxed);
+      }
+      attempts.fetch_add(1, std::memory_order_relaxed);
+      const Clock::time_point attempt_deadline =
+          std::min(deadline, Clock::now() + rp.attempt_timeout);
+      Result<Response> r = Attempt(spec, attempt_deadline);
+      if (!r.ok()) {
+        last = r.status();
+        if (!IsRetryable(static_cast<ClientError>(last.detail()))) {
+          return Status(last.code(), what + ": " + last.message(), last.detail());
+        }
+        continue;
+      }
+      const unsigned st = r->status;
+      std::string_view body = AsStringView(r->body);
+      if (st >= 200 && st < 300) {
+        if (!spec.error_in_200 || body.find("<Error>") == std::string_view::npos) return r;
+      }
+      S3ErrorBody eb;
+      if (!body.empty()) {
+        auto parsed = ParseErrorBody(body);
+        if (parsed.ok()) eb = std::move(parsed).value();
+      }
+      ClientError ce = ClassifyS3Code(eb.code, static_cast<int>(st < 300 ? 500 : st));
+      // radosgw 16.2 answers NoSuchKey for an upload id it does not know; S3 says NoSuchUpload.
+      if (ce == ClientError::kNoSuchKey &&
+          std::any_of(spec.query.begin(), spec.query.end(),
+                      [](const auto& kv) { return kv.first == "uploadId"; })) {
+        ce = ClientError::kNoSuchUpload;
+      }
+      Status s = ClientStatus(ce, what + ": S3 " + (eb.code.empty() ? "error" : eb.code) +
+                                      " (HTTP " + std::to_string(st) + ")" +
+                                      (eb.message.empty() ? "" : ": " + eb.message));
+      if (!IsRetryable(ce)) return s;
+      last = s;
+    }
+    return Status(last.code(),
+                  what + ": gave up after " + std::to_string(max_attempts) +
+                      " attempts; last error: " + last.message(),
+                  last.detail());
+  }
+
+  static std::string ObjectPath(std::string_view bucket, std::string_view key) {
+    std::string p = "/";
+    p.append(bucket).append("/").append(key);
+    return p;
+  }
+
+  RequestSpec Spec(http::verb verb, std::string path) {
+    RequestSpec s;
+    s.verb = verb;
+    s.path = std::move(path);
+    s.payload_hash = kEmptyHashHex();
+    s.send_length = verb == http::verb::put || verb == http::verb::post;
+    s.body_limit = kMaxXmlBodyBytes;
+    return s;
+  }
+  static std::string kEmptyHashHex() {
+    return "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855";
+  }
+  static void SetBody(RequestSpec* s, ByteSpan body) {
+    s->body = body;
+    s->payload_hash = ToHex(Sha256::Hash(body));
+  }
+
+  Result<size_t> GetChunk(std::string_view bucket, std::string_view key, uint64_t offset,
+                          std::span<uint8_t> out, std::string_view if_match) {
+    RequestSpec s = Spec(http::verb::get, ObjectPath(bucket, key));
+    const uint64_t last = offset + out.size() - 1;
+    s.headers.emplace_back("range", "bytes=" + std::to_string(offset) + "-" + std::to_string(last));
+    if (!if_match.empty()) s.headers.emplace_back("if-match", "\"" + std::string(if_match) + "\"");
+    s.body_limit = out.size();
+    auto r = Execute(s);
+    if (!r.ok()) {
+      if (r.status().Is(ClientError::kInvalidRange)) return size_t{0};  // offset >= size
+      return r.status();
+    }
+    const std::string what = "GET " + s.path;
+    if (!if_match.empty() && StripQuotes(r->Header("etag")) != if_match) {
+      return ClientStatus(ClientError::kPreconditionFailed,
+                          what + ": ETag changed under a pinned reader");
+    }
+    if (r->status == 200) {
+      // The server ignored Range: acceptable only when the whole object is what we asked for.
+      if (offset != 0 || r->body.size() > out.size()) {
+        return ClientStatus(ClientError::kProtocol, what + ": range ignored by the server");
+      }
+    } else {
+      // Content-Range: bytes first-last/total
+      std::string_view cr = r->Header("content-range");
+      uint64_t first = 0, lst = 0;
+      size_t dash = cr.find('-'), slash = cr.find('/');
+      if (cr.substr(0, 6) != "bytes " || dash == std::string_view::npos ||
+          slash == std::string_view::npos || !ParseNum(cr.substr(6, dash - 6), &first) ||
+          !ParseNum(cr.substr(dash + 1, slash - dash - 1), &lst) || first != offset ||
+          lst < first || lst > last || lst - first + 1 != r->body.size()) {
+        return ClientStatus(ClientError::kProtocol, what + ": Content-Range '" + std::string(cr) +
+                                                        "' does not match the request or the body");
+      }
+    }
+    std::copy(r->body.begin(), r->body.end(), out.begin());
+    return r->body.size();
+  }
+};
+
+S3Client::S3Client(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+S3Client::~S3Client() = default;
+
+Result<std::unique_ptr<S3Client>> S3Client::Create(ClientOptions options) {
+  KVCS_ASSIGN_OR_RETURN(Endpoint ep, ParseEndpoint(options.endpoint));
+  if (options.credentials.access_key.empty() || options.credentials.secret_key.empty()) {
+    return InvalidArgument("S3 client needs an access key and a secret key");
+  }
+  if (options.credentials.region.empty()) options.credentials.region = "us-east-1";
+  options.max_connections = std::clamp(options.max_connections, 1, kMaxConnections);
+  options.parallel_gets = std::clamp(options.parallel_gets, 1, kMaxParallelGets);
+  if (!options.now_unix) {
+    options.now_unix = [] {
+      return std::chrono::duration_cast<std::chrono::seconds>(
+                 std::chrono::system_clock::now().time_since_epoch())
+          .count();
+    };
+  }
+  auto impl = std::make_unique<Impl>();
+  impl->endpoint = ep;
+  impl->host_header = (ep.host.find(':') != std::string::npos ? "[" + ep.host + "]" : ep.host) +
+                      (ep.port == 80 ? "" : ":" + std::to_string(ep.port));
+  {
+    net::io_context ioc;
+    tcp::resolver resolver(ioc);
+    ErrorCode ec;
+    impl->endpoints = resolver.resolve(ep.host, std::to_string(ep.port), ec);
+    if (ec) {
+      return ClientStatus(ClientError::kConnect,
+                          "cannot resolve S3 endpoint " + ep.host + ": " + ec.message());
+    }
+  }
+  impl->options = std::move(options);
+  for (int i = 0; i < impl->options.parallel_gets; ++i) {
+    impl->workers.emplace_back([p = impl.get()] { p->WorkerLoop(); });
+  }
+  return std::unique_ptr<S3Client>(new S3Client(std::move(impl)));
+}
+
+const ClientOptions& S3Client::options() const { return impl_->options; }
+
+ClientStats S3Client::stats() const {
+  ClientStats s;
+  s.requests = impl_->requests.load(std::memory_order_relaxed);
+  s.attempts = impl_->attempts.load(std::memory_order_relaxed);
+  s.retries = impl_->retries.load(std::memory_order_relaxed);
+  s.connections = impl_->connections.load(std::memory_order_relaxed);
+  return s;
+}
+
+Status S3Client::CreateBucket(std::string_view bucket) {
+  auto r = impl_->Execute(impl_->Spec(http::verb::put, "/" + std::string(bucket)));
+  return r.status();
+}
+
+Status S3Client::DeleteBucket(std::string_view bucket) {
+  return impl_->Execute(impl_->Spec(http::verb::delete_, "/" + std::string(bucket))).status();
+}
+
+Status S3Client::HeadBucket(std::string_view bucket) {
+  auto r = impl_->Execute(impl_->Spec(http::verb::head, "/" + std::string(bucket)));
+  if (!r.ok() && r.status().Is(ClientError::kNoSuchKey)) {
+    return ClientStatus(ClientError::kNoSuchBucket,
+                        "HEAD /" + std::string(bucket) + ": no such bucket");
+  }
+  return r.status();
+}
+
+Result<std::vector<BucketEntry>> S3Client::ListBuckets() {
+  KVCS_ASSIGN_OR_RETURN(Response r, impl_->Execute(impl_->Spec(http::verb::get, "/")));
+  return ParseListBuckets(AsStringView(r.body));
+}
+
+Result<ObjectHead> S3Client::HeadObject(std::string_view bucket, std::string_view key) {
+  KVCS_ASSIGN_OR_RETURN(
+      Response r, impl_->Execute(impl_->Spec(http::verb::head, Impl::ObjectPath(bucket, key))));
+  ObjectHead h;
+  if (!ParseNum(r.Header("content-length"), &h.size)) {
+    return ClientStatus(ClientError::kProtocol, "HEAD without a valid Content-Length");
+  }
+  h.etag = StripQuotes(r.Header("etag"));
+  h.content_type = std::string(r.Header("content-type"));
+  h.content_encoding = std::string(r.Header("content-encoding"));
+  h.content_disposition = std::string(r.Header("content-disposition"));
+  h.cache_control = std::string(r.Header("cache-control"));
+  if (auto t = s3::ParseHttpDate(r.Header("last-modified"))) h.last_modified_ms = *t * 1000;
+  constexpr std::string_view kMeta = "x-amz-meta-";
+  for (const auto& [k, v] : r.headers) {
+    if (k.size() > kMeta.size() && k.compare(0, kMeta.size(), kMeta) == 0) {
+      h.user_meta.emplace_back(k.substr(kMeta.size()), v);
+    }
+  }
+  std::sort(h.user_meta.begin(), h.user_meta.end());
+  return h;
+}
+
+Result<size_t> S3Client::GetRange(std::string_view bucket, std::string_view key, uint64_t offset,
+                                  std::span<uint8_t> out, std::string_view if_match) {
+  size_t done = 0;
+  while (done < out.size()) {
+    const size_t want = std::min(out.size() - done, kMaxRangeGetBytes);
+    KVCS_ASSIGN_OR_RETURN(
+        size_t n, impl_->GetChunk(bucket, key, offset + done, out.subspan(done, want), if_match));
+    done += n;
+    if (n < want) break;  // end of object
+  }
+  return done;
+}
+
+Result<Bytes> S3Client::GetObject(std::string_view bucket, std::string_view key, size_t max_bytes) {
+  RequestSpec s = impl_->Spec(http::verb::get, Impl::ObjectPath(bucket, key));
+  s.body_limit = max_bytes;
+  KVCS_ASSIGN_OR_RETURN(Response r, impl_->Execute(s));
+  return std::move(r.body);
+}
+
+Result<std::string> S3Client::PutObject(std::string_view bucket, std::string_view key,
+                                        ByteSpan body, const PutObjectOptions& options,
+                                        const std::optional<Md5Digest>& content_md5) {
+  if (body.size() > kMaxPutBodyBytes) {
+    return ClientStatus(ClientError::kEntityTooLarge, "PUT body over kMaxPutBodyBytes");
+  }
+  RequestSpec s = impl_->Spec(http::verb::put, Impl::ObjectPath(bucket, key));
+  Impl::SetBody(&s, body);
+  AddPutOptions(options, &s.headers);
+  if (content_md5) s.headers.emplace_back("content-md5", Base64(*content_md5));
+  KVCS_ASSIGN_OR_RETURN(Response r, impl_->Execute(s));
+  return StripQuotes(r.Header("etag"));
+}
+
+Status S3Client::DeleteObject(std::string_view bucket, std::string_view key) {
+  return impl_->Execute(impl_->Spec(http::verb::delete_, Impl::ObjectPath(bucket, key))).status();
+}
+
+Result<CopyResult> S3Client::CopyObject(std::string_view src_bucket, std::string_view src_key,
+                                        std::string_view dst_bucket, std::string_view dst_key,
+                                        const std::optional<PutObjectOptions>& replace) {
+  RequestSpec s = impl_->Spec(http::verb::put, Impl::ObjectPath(dst_bucket, dst_key));
+  s.headers.emplace_back("x-amz-copy-source",
+                         s3::UriEncode(Impl::ObjectPath(src_bucket, src_key), false));
+  if (replace) {
+    s.headers.emplace_back("x-amz-metadata-directive", "REPLACE");
+    AddPutOptions(*replace, &s.headers);
+  }
+  s.error_in_200 = true;
+  KVCS_ASSIGN_OR_RETURN(Response r, impl_->Execute(s));
+  return ParseCopyObject(AsStringView(r.body));
+}
+
+Result<ListObjectsPage> S3Client::ListObjectsV2(std::string_view bucket, std::string_view prefix,
+                                                std::string_view delimiter,
+                                                std::string_view start_after,
+                                                std::string_view continuation_token, int max_keys) {
+  RequestSpec s = impl_->Spec(http::verb::get, "/" + std::string(bucket));
+  s.query.emplace_back("list-type", "2");
+  s.query.emplace_back("max-keys", std::to_string(std::clamp(max_keys, 0, kMaxListPage)));
+  if (!prefix.empty()) s.query.emplace_back("prefix", std::string(prefix));
+  if (!delimiter.empty()) s.query.emplace_back("delimiter", std::string(delimiter));
+  if (!start_after.empty()) s.query.emplace_back("start-after", std::string(start_after));
+  if (!continuation_token.empty()) {
+    s.query.emplace_back("continuation-token", std::string(continuation_token));
+  }
+  KVCS_ASSIGN_OR_RETURN(Response r, impl_->Execute(s));
+  return ParseListObjectsV2(AsStringView(r.body));
+}
+
+Result<std::string> S3Client::CreateMultipartUpload(std::string_view bucket, std::string_view key,
+                                                    const PutObjectOptions& options) {
+  RequestSpec s = impl_->Spec(http::verb::post, Impl::ObjectPath(bucket, key));
+  s.query.emplace_back("uploads", "");
+  AddPutOptions(options, &s.headers);
+  KVCS_ASSIGN_OR_RETURN(Response r, impl_->Execute(s));
+  return ParseInitiateMultipart(AsStringView(r.body));
+}
+
+Result<std::string> S3Client::UploadPart(std::string_view bucket, std::string_view key,
+                                         std::string_view upload_id, int part_number, ByteSpan body,
+                                         const std::optional<Md5Digest>& content_md5) {
+  if (body.size() > kMaxPutBodyBytes) {
+    return ClientStatus(ClientError::kEntityTooLarge, "part body over kMaxPutBodyBytes");
+  }
+  RequestSpec s = impl_->Spec(http::verb::put, Impl::ObjectPath(bucket, key));
+  s.query.emplace_back("partNumber", std::to_string(part_number));
+  s.query.emplace_back("uploadId", std::string(upload_id));
+  Impl::SetBody(&s, body);
+  if (content_md5) s.headers.emplace_back("content-md5", Base64(*content_md5));
+  KVCS_ASSIGN_OR_RETURN(Response r, impl_->Execute(s));
+  return StripQuotes(r.Header("etag"));
+}
+
+Result<std::string> S3Client::CompleteMultipartUpload(std::string_view bucket, std::string_view key,
+                                                      std::string_view upload_id,
+                                                      std::span<const CompletedPart> parts) {
+  std::string xml = "<CompleteMultipartUpload>";
+  for (const CompletedPart& p : parts) {
+    xml += "<Part><PartNumber>" + std::to_string(p.part_number) + "</PartNumber><ETag>\"" +
+           s3::XmlEscape(StripQuotes(p.etag)) + "\"</ETag></Part>";
+  }
+  xml += "</CompleteMultipartUpload>";
+  RequestSpec s = impl_->Spec(http::verb::post, Impl::ObjectPath(bucket, key));
+  s.query.emplace_back("uploadId", std::string(upload_id));
+  Impl::SetBody(&s, AsBytes(xml));
+  s.headers.emplace_back("content-type", "application/xml");
+  s.error_in_200 = true;
+  KVCS_ASSIGN_OR_RETURN(Response r, impl_->Execute(s));
+  return ParseCompleteMultipart(AsStringView(r.body));
+}
+
+Status S3Client::AbortMultipartUpload(std::string_view bucket, std::string_view key,
+                                      std::string_view upload_id) {
+  RequestSpec s = impl_->Spec(http::verb::delete_, Impl::ObjectPath(bucket, key));
+  s.query.emplace_back("uploadId", std::string(upload_id));
+  return impl_->Execute(s).status();
+}
+
+Result<ListPartsPage> S3Client::ListParts(std::string_view bucket, std::string_view key,
+                                          std::string_view upload_id, int part_number_marker) {
+  RequestSpec s = impl_->Spec(http::verb::get, Impl::ObjectPath(bucket, key));
+  s.query.emplace_back("uploadId", std::string(upload_id));
+  s.query.emplace_back("max-parts", std::to_string(kMaxListPage));
+  if (part_number_marker > 0) {
+    s.query.emplace_back("part-number-marker", std::to_string(part_number_marker));
+  }
+  KVCS_ASSIGN_OR_RETURN(Response r, impl_->Execute(s));
+  return ParseListParts(AsStringView(r.body));
+}
+
+Result<ListUploadsPage> S3Client::ListMultipartUploads(std::string_view bucket,
+                                                       std::string_view prefix,
+                                                       std::string_view key_marker,
+                                                       std::string_view upload_id_marker) {
+  RequestSpec s = impl_->Spec(http::verb::get, "/" + std::string(bucket));
+  s.query.emplace_back("uploads", "");
+  s.query.emplace_back("max-uploads", std::to_string(kMaxListPage));
+  if (!prefix.empty()) s.query.emplace_back("prefix", std::string(prefix));
+  if (!key_marker.empty()) s.query.emplace_back("key-marker", std::string(key_marker));
+  if (!upload_id_marker.empty()) {
+    s.query.emplace_back("upload-id-marker", std::string(upload_id_marker));
+  }
+  KVCS_ASSIGN_OR_RETURN(Response r, impl_->Execute(s));
+  return ParseListUploads(AsStringView(r.body));
+}
+
+void S3Client::ParallelGet(std::span<RangeGet> ranges) {
+  if (ranges.empty()) return;
+  std::latch done(static_cast<std::ptrdiff_t>(ranges.size()));
+  {
+    std::lock_guard lock(impl_->work_mu);
+    for (RangeGet& rg : ranges) {
+      impl_->work.emplace_back([this, &rg, &done] {
+        rg.result = GetRange(rg.bucket, rg.key, rg.offset, rg.out, rg.if_match);
+        done.count_down();
+      });
+    }
+  }
+  impl_->work_cv.notify_all();
+  done.wait();
+}
+
+}  // namespace kvcs::s3client
