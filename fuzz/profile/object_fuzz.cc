@@ -17,8 +17,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   (void)DecodeObject(in, loc);
   if (!r.ok()) return 0;
   const ObjectHeader& h = r->header;
-  ObjectExpectation full{h.layer, h.block_index, h.component, h.codec, h.token_count,
-                         h.token_start};
+  ObjectExpectation full{h.layer, h.block_index, h.component,
+                         h.codec, h.token_count, h.token_start};
   if (!DecodeObject(in, full).ok()) std::abort();
   if (h.flags == 0) {
     ObjectInfo info{h.component, h.layer, h.block_index, h.token_start, h.token_count, h.codec};

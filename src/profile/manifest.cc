@@ -1,5 +1,6 @@
 #include "profile/manifest.h"
 
+#include <algorithm>
 #include <set>
 #include <utility>
 
@@ -25,6 +26,7 @@ Status Err(ManifestError e, std::string msg) {
       code = Code::kResourceExhausted;
       break;
     case ManifestError::kCompatIdMismatch:
+    case ManifestError::kListedDigestMismatch:
       code = Code::kCorruption;
       break;
     case ManifestError::kNotInManifest:
@@ -533,6 +535,19 @@ std::optional<Digest> ListedDigest(const Manifest& m, const TrackName& track, ui
   const auto& group = it->second[group_id];
   if (object_id >= group.size()) return std::nullopt;
   return group[object_id];
+}
+
+Result<ObjectView> VerifyObject(const Manifest& m, const TrackName& track, uint64_t group_id,
+                                uint64_t object_id, ByteSpan payload) {
+  KVCS_ASSIGN_OR_RETURN(ObjectExpectation e, ExpectationFor(m, track, group_id, object_id));
+  KVCS_ASSIGN_OR_RETURN(ObjectView v, DecodeObject(payload, e));
+  std::optional<Digest> listed = ListedDigest(m, track, group_id, object_id);
+  if (listed && *listed != v.header.data_digest) {
+    return Err(ManifestError::kListedDigestMismatch,
+               "object " + U(object_id) + " of group " + U(group_id) + " of \"" +
+                   FormatTrackName(track) + "\" is not the one the manifest lists");
+  }
+  return v;
 }
 
 }  // namespace kvcs::profile

@@ -105,6 +105,7 @@ enum class ManifestError {
   kWrongDigestCount,      // a group with a digest count != blocks
   kCompatIdMismatch,      // CompatId(compat) != the namespace's compat_id
   kNotInManifest,         // ExpectationFor: the track/group/object is not described
+  kListedDigestMismatch,  // VerifyObject: the object's Data Digest differs from object_digests
 };
 std::string_view ManifestErrorName(ManifestError e);
 
@@ -134,6 +135,12 @@ Result<ObjectExpectation> ExpectationFor(const Manifest& m, const TrackName& tra
 // The Data Digest the manifest lists for that object, if it lists one.
 std::optional<Digest> ListedDigest(const Manifest& m, const TrackName& track, uint64_t group_id,
                                    uint64_t object_id);
+
+// The whole §5.4 check of one received Object: DecodeObject with ExpectationFor(...), then, when
+// the manifest lists a digest for the object, equality with it (else kCorruption with
+// kListedDigestMismatch). The view's data points into `payload`.
+Result<ObjectView> VerifyObject(const Manifest& m, const TrackName& track, uint64_t group_id,
+                                uint64_t object_id, ByteSpan payload);
 
 }  // namespace kvcs::profile
 

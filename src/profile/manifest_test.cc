@@ -404,5 +404,29 @@ TEST(Manifest, ExpectationsDriveObjectDecoding) {
       ExpectationFor(m, ManifestTrack(false), 0, 0).status().Is(ManifestError::kNotInManifest));
 }
 
+TEST(Manifest, VerifyObjectUsesListedDigests) {
+  Manifest m = Sample();
+  TrackName k0 = DataTrack(Component::kK, "raw", 0);
+  Bytes data = {9, 9, 9};
+  // Block 1 of layer 1 of segment 0: token start 16.
+  Bytes payload = *EncodeObject({Component::kK, 1, 1, 16, 16, 1}, data);
+  // The sample lists Fill(0x12) for it, which is not SHA-256(data).
+  auto r = VerifyObject(m, k0, 1, 1, payload);
+  EXPECT_TRUE(r.status().Is(ManifestError::kListedDigestMismatch));
+  EXPECT_EQ(r.status().code(), Code::kCorruption);
+  (*m.segments[0].object_digests)["k.raw.s0"][1][1] = Sha256::Hash(data);
+  r = VerifyObject(m, k0, 1, 1, payload);
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_EQ(r->data.data(), payload.data() + kObjectHeaderSize);
+  // v.raw.s0 has no listed digests: the object's own checks decide.
+  Bytes v = *EncodeObject({Component::kV, 0, 2, 32, 16, 1}, data);
+  EXPECT_TRUE(VerifyObject(m, DataTrack(Component::kV, "raw", 0), 0, 2, v).ok());
+  // Object checks still apply (wrong group), and unknown locations are refused.
+  EXPECT_TRUE(VerifyObject(m, DataTrack(Component::kV, "raw", 0), 1, 2, v)
+                  .status()
+                  .Is(ObjectError::kLayerMismatch));
+  EXPECT_TRUE(VerifyObject(m, k0, 0, 3, payload).status().Is(ManifestError::kNotInManifest));
+}
+
 }  // namespace
 }  // namespace kvcs::profile
