@@ -338,7 +338,7 @@ Status KvCacheAssembler::Finish() {
 
 Result<PackReport> PackDirectory(const KvCacheView& cache, const kvsp::ScopeKey& scope_key,
                                  bool public_scope, kvsp::Codec codec, const std::string& dir,
-                                 const Progress& progress) {
+                                 const Progress& progress, bool want_section_digests) {
   const kvsp::Descriptor& d = cache.descriptor;
   PackReport r;
   r.codec = codec;
@@ -371,6 +371,14 @@ Result<PackReport> PackDirectory(const KvCacheView& cache, const kvsp::ScopeKey&
     KVCS_ASSIGN_OR_RETURN(Bytes c, EncodeBlockContainer(cache, i, r.compat_id, key, codec));
     std::string name = ToHex(key) + std::string(kContainerSuffix);
     KVCS_RETURN_IF_ERROR(WriteFileAtomic(out / name, c));
+    if (want_section_digests) {
+      KVCS_ASSIGN_OR_RETURN(kvsp::ContainerView view, kvsp::ParseContainerHeader(c));
+      auto& per_layer = r.section_digests.emplace_back();
+      for (uint32_t l = 0; l < d.layers; ++l) {
+        KVCS_ASSIGN_OR_RETURN(kvsp::LayerSections sec, kvsp::LayerBytes(view, c, l));
+        per_layer.emplace_back(Sha256::Hash(sec.k), Sha256::Hash(sec.v));
+      }
+    }
     r.container_bytes += c.size();
     r.raw_bytes += d.layers * (kvsp::KSectionBytes(d) + kvsp::VSectionBytes(d));
     blocks.push_back(

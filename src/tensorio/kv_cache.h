@@ -112,13 +112,16 @@ struct PackReport {
   uint64_t raw_bytes = 0;        // K/V bytes packed (as in the safetensors file)
   uint64_t container_bytes = 0;  // bytes written in containers
   double keys_seconds = 0, pack_seconds = 0;
+  // With want_section_digests: per block, per layer, SHA-256 of the K and of the V section as
+  // carried (the Data Digests of KVCS k/v objects, for a manifest's object_digests).
+  std::vector<std::vector<std::pair<Digest, Digest>>> section_digests;
 };
 using Progress = std::function<void(uint64_t done, uint64_t total)>;
 
 // Writes one container per full block plus index.json into `dir` (created if absent).
 Result<PackReport> PackDirectory(const KvCacheView& cache, const kvsp::ScopeKey& scope_key,
                                  bool public_scope, kvsp::Codec codec, const std::string& dir,
-                                 const Progress& progress = {});
+                                 const Progress& progress = {}, bool want_section_digests = false);
 
 struct UnpackReport {
   Digest compat_id{};
