@@ -301,7 +301,7 @@ Result<VerifyKey> VerifyKey::FromPublicPem(std::string_view pem, Bytes kid) {
 }
 
 Status KeySet::Add(VerifyKey key) {
-  Bytes kid = key.kid();
+  std::string kid(AsStringView(key.kid()));
   if (!keys_.emplace(std::move(kid), std::move(key)).second) {
     return Status(Code::kAlreadyExists, "cose: a key with this kid is already in the set");
   }
@@ -309,7 +309,7 @@ Status KeySet::Add(VerifyKey key) {
 }
 
 const VerifyKey* KeySet::Find(ByteSpan kid) const {
-  auto it = keys_.find(Bytes(kid.begin(), kid.end()));
+  auto it = keys_.find(std::string(AsStringView(kid)));
   return it == keys_.end() ? nullptr : &it->second;
 }
 

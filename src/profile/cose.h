@@ -118,7 +118,7 @@ class KeySet {
   size_t size() const { return keys_.size(); }
 
  private:
-  std::map<Bytes, VerifyKey> keys_;
+  std::map<std::string, VerifyKey> keys_;  // kid bytes as a string
 };
 
 // The tagged COSE_Sign1 of `payload`. Errors: kResourceExhausted (kTooLarge) for a payload above

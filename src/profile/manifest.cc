@@ -349,6 +349,8 @@ std::string_view ManifestErrorName(ManifestError e) {
       return "compat_id_mismatch";
     case ManifestError::kNotInManifest:
       return "not_in_manifest";
+    case ManifestError::kListedDigestMismatch:
+      return "listed_digest_mismatch";
   }
   return "unknown";
 }
