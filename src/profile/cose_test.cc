@@ -4,6 +4,7 @@
 #include <openssl/evp.h>
 #include <openssl/pem.h>
 
+#include <set>
 #include <string>
 
 #include "common/hex.h"
@@ -408,6 +409,31 @@ TEST(Cose, SignedManifest) {
   // An invalid manifest is refused before signing.
   m.layers = 5;
   EXPECT_TRUE(SignManifestCose(m, key).status().Is(ManifestError::kLayersMismatch));
+}
+
+}  // namespace
+}  // namespace kvcs::profile
+
+namespace kvcs::profile {
+namespace {
+
+// Every error value has its own name (catches an enum value added without one).
+TEST(ErrorNames, AllDistinctAndKnown) {
+  auto check = [](auto first, auto last, auto name_of) {
+    std::set<std::string> seen;
+    for (int v = int(first); v <= int(last); ++v) {
+      std::string n(name_of(static_cast<decltype(first)>(v)));
+      EXPECT_NE(n, "unknown") << v;
+      EXPECT_TRUE(seen.insert(n).second) << n;
+    }
+  };
+  check(ObjectError::kNone, ObjectError::kDigestMismatch, ObjectErrorName);
+  check(ManifestError::kNone, ManifestError::kListedDigestMismatch, ManifestErrorName);
+  check(NamespaceError::kNone, NamespaceError::kBadPubIdSize, NamespaceErrorName);
+  check(TrackNameError::kNone, TrackNameError::kSegmentOverflow, TrackNameErrorName);
+  check(cbor::CborError::kNone, cbor::CborError::kTooManyEntries, cbor::CborErrorName);
+  check(CoseError::kTooLarge, CoseError::kBadKey, CoseErrorName);
+  EXPECT_EQ(CoseErrorName(CoseError::kNone), "none");
 }
 
 }  // namespace
