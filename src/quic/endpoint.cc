@@ -207,8 +207,8 @@ class ServerImpl : public QuicServer, public ConnectionOwner {
   }
   void OnConnectionFailed(Connection* c, const CloseInfo& info) override {
     ++stats_.handshake_failures;
-    KVCS_LOG_INFO("quic server: connection from {} failed: {}", c->remote().ToString(),
-                  info.ToString());
+    KVCS_LOG_DEBUG("quic server: connection from {} failed: {}", c->remote().ToString(),
+                   info.ToString());
     if (config_.on_connection_error) config_.on_connection_error(c->remote(), info);
   }
   void OnConnectionFinished(Connection* c) override {

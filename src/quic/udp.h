@@ -29,6 +29,10 @@ namespace kvcs::quic {
 inline constexpr size_t kRxSlotSize = 2048;
 // Datagrams per recvmmsg call (the kernel's UIO_MAXIOV is 1024; 64 amortizes the syscall well).
 inline constexpr size_t kRxBatch = 64;
+// With UDP GRO the kernel coalesces a peer's GSO run into one buffer of up to 64 KiB; we then
+// receive 16 such buffers per recvmmsg (1 MiB of ring) and split them by the reported segment size.
+inline constexpr size_t kGroSlotSize = 65536;
+inline constexpr size_t kGroBatch = 16;
 // Packets per send call. UDP_SEGMENT allows at most 64 segments (UDP_MAX_SEGMENTS) and 64 KiB.
 inline constexpr size_t kMaxBatchPackets = 64;
 // Largest packet we ever build (settings.max_tx_udp_payload_size is clamped to this).
@@ -64,6 +68,7 @@ class UdpSocket {
   int fd() const { return fd_; }
   const SockAddr& local() const { return local_; }
   bool gso() const { return gso_; }
+  bool gro() const { return gro_; }
   int rcvbuf() const { return rcvbuf_; }
   int sndbuf() const { return sndbuf_; }
 
@@ -101,10 +106,12 @@ class UdpSocket {
   int fd_ = -1;
   bool connected_ = false;
   bool gso_ = false;
+  bool gro_ = false;
   int rcvbuf_ = 0, sndbuf_ = 0;
   SockAddr local_;
 
   std::unique_ptr<uint8_t[]> rx_ring_;
+  size_t rx_slot_ = kRxSlotSize, rx_batch_ = kRxBatch;
   std::vector<SockAddr> rx_addrs_;
 
   std::unique_ptr<uint8_t[]> tx_buf_;  // kMaxBatchPackets * kMaxPacketSize, contiguous

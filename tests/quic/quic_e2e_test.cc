@@ -202,7 +202,8 @@ TEST(QuicE2E, BidiAndUniStreamsOpenedByEitherSide) {
   ASSERT_TRUE(loop.RunUntil([&] { return !uni.empty() && uni[0]->fin; }, "uni reply"));
   ASSERT_EQ(uni[0]->data.size(), 48u);
   EXPECT_EQ(GetU64(uni[0]->data.data() + 8), 300000u);
-  EXPECT_TRUE(std::equal(cu->sent_digest.begin(), cu->sent_digest.end(), uni[0]->data.begin() + 16));
+  EXPECT_TRUE(
+      std::equal(cu->sent_digest.begin(), cu->sent_digest.end(), uni[0]->data.begin() + 16));
   // 2) server-opened uni stream with 2 MB of payload.
   uni.clear();
   std::vector<uint8_t> n8;
@@ -235,12 +236,14 @@ TEST(QuicE2E, HundredConcurrentStreamsArriveIntact) {
     streams.push_back(OpenSend(*c->session, 'D', kSize + i, 100 + i));
     ASSERT_TRUE(streams.back()) << i;
   }
-  ASSERT_TRUE(loop.RunUntil([&] {
-    for (auto& s : streams) {
-      if (!s->reply_fin) return false;
-    }
-    return true;
-  }, "100 replies"));
+  ASSERT_TRUE(loop.RunUntil(
+      [&] {
+        for (auto& s : streams) {
+          if (!s->reply_fin) return false;
+        }
+        return true;
+      },
+      "100 replies"));
   for (int i = 0; i < kStreams; ++i) ExpectDigestReply(streams[i], kSize + i);
 }
 
@@ -264,13 +267,15 @@ TEST(QuicE2E, StreamCountCreditReturnedOnClose) {
   c->visitor.on_can_open_bidi = open_more;
   open_more();
   EXPECT_EQ(streams.size(), 4u);
-  ASSERT_TRUE(loop.RunUntil([&] {
-    if (static_cast<int>(streams.size()) < kTotal) return false;
-    for (auto& s : streams) {
-      if (!s->reply_fin) return false;
-    }
-    return true;
-  }, "all streams"));
+  ASSERT_TRUE(loop.RunUntil(
+      [&] {
+        if (static_cast<int>(streams.size()) < kTotal) return false;
+        for (auto& s : streams) {
+          if (!s->reply_fin) return false;
+        }
+        return true;
+      },
+      "all streams"));
   EXPECT_TRUE(hit_limit);
   for (auto& s : streams) ExpectDigestReply(s, 10000);
 }
@@ -349,8 +354,8 @@ TEST(QuicE2E, DatagramsArrive) {
   ASSERT_TRUE(c && c->visitor.ready);
   size_t max = c->session->GetMaxDatagramSize();
   ASSERT_GT(max, 1000u);
-  EXPECT_TRUE(c->session->SendOrQueueDatagram(std::vector<uint8_t>(max + 1)).Is(
-      transport::TransportError::kDatagramTooLarge));
+  EXPECT_TRUE(c->session->SendOrQueueDatagram(std::vector<uint8_t>(max + 1))
+                  .Is(transport::TransportError::kDatagramTooLarge));
   for (int i = 0; i < 20; ++i) {
     std::string d = "datagram " + std::to_string(i);
     ASSERT_TRUE(c->session->SendOrQueueDatagram(AsBytes(d)).ok());
@@ -382,12 +387,14 @@ TEST(QuicE2E, TransfersCompleteUnderLossAndReordering) {
   std::vector<std::shared_ptr<SendStream>> streams;
   streams.push_back(OpenSend(*c->session, 'D', 16 << 20, 1));
   for (int i = 0; i < 10; ++i) streams.push_back(OpenSend(*c->session, 'D', 256 << 10, 50 + i));
-  ASSERT_TRUE(loop.RunUntil([&] {
-    for (auto& s : streams) {
-      if (!s->reply_fin) return false;
-    }
-    return true;
-  }, "lossy transfers"));
+  ASSERT_TRUE(loop.RunUntil(
+      [&] {
+        for (auto& s : streams) {
+          if (!s->reply_fin) return false;
+        }
+        return true;
+      },
+      "lossy transfers"));
   ExpectDigestReply(streams[0], 16 << 20);
   for (int i = 1; i <= 10; ++i) ExpectDigestReply(streams[i], 256 << 10);
 }
@@ -411,7 +418,8 @@ TEST(QuicE2E, CloseWithApplicationCodeAndReason) {
 }
 
 TEST(QuicE2E, KilledClientDetectedByServerIdleTimeout) {
-  ServerApp server([](ServerConfig& cfg) { cfg.limits.idle_timeout = std::chrono::milliseconds(600); });
+  ServerApp server(
+      [](ServerConfig& cfg) { cfg.limits.idle_timeout = std::chrono::milliseconds(600); });
   ClientLoop loop;
   ServerLog log;
   Wire(server, loop, &log);
@@ -438,7 +446,8 @@ TEST(QuicE2E, KilledServerDetectedByClientIdleTimeout) {
 }
 
 TEST(QuicE2E, KeepAliveHoldsAnIdleSessionOpen) {
-  ServerApp server([](ServerConfig& cfg) { cfg.limits.idle_timeout = std::chrono::milliseconds(500); });
+  ServerApp server(
+      [](ServerConfig& cfg) { cfg.limits.idle_timeout = std::chrono::milliseconds(500); });
   ClientLoop loop;
   ClientConfig cfg = MakeClientConfig(server.port());
   cfg.limits.idle_timeout = std::chrono::milliseconds(500);
@@ -474,7 +483,10 @@ TEST(QuicE2E, GarbageFloodDoesNotStopService) {
       for (auto& b : pkt) b = static_cast<uint8_t>(rng());
       if (i % 3 == 0) {  // long header, Initial, version 1, 8-byte DCID
         pkt[0] = 0xc0;
-        pkt[1] = 0; pkt[2] = 0; pkt[3] = 0; pkt[4] = 1;
+        pkt[1] = 0;
+        pkt[2] = 0;
+        pkt[3] = 0;
+        pkt[4] = 1;
         pkt[5] = 8;
       }
       boost::system::error_code ec;
@@ -491,12 +503,14 @@ TEST(QuicE2E, GarbageFloodDoesNotStopService) {
     ASSERT_TRUE(clients.back() && clients.back()->visitor.ready);
     streams.push_back(OpenSend(*clients.back()->session, 'D', 1 << 20, i));
   }
-  ASSERT_TRUE(loop.RunUntil([&] {
-    for (auto& s : streams) {
-      if (!s->reply_fin) return false;
-    }
-    return true;
-  }, "good clients served"));
+  ASSERT_TRUE(loop.RunUntil(
+      [&] {
+        for (auto& s : streams) {
+          if (!s->reply_fin) return false;
+        }
+        return true;
+      },
+      "good clients served"));
   spraying = false;
   for (int i = 0; i < 3; ++i) ExpectDigestReply(streams[i], 1 << 20);
   EXPECT_GT(sprayed, 1000u);

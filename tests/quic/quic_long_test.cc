@@ -25,8 +25,8 @@ TEST(QuicLong, OneGiBOnOneStream) {
   double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   ASSERT_EQ(send->reply.size(), 40u);
   EXPECT_EQ(GetU64(send->reply.data()), kSize);
-  EXPECT_TRUE(std::equal(send->sent_digest.begin(), send->sent_digest.end(),
-                         send->reply.begin() + 8));
+  EXPECT_TRUE(
+      std::equal(send->sent_digest.begin(), send->sent_digest.end(), send->reply.begin() + 8));
   std::cout << "1 GiB in " << secs << " s (" << (kSize * 8 / secs / 1e9)
             << " Gbit/s incl. payload generation and SHA-256 on both sides)\n";
 }

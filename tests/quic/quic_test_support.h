@@ -7,15 +7,15 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
-#include <optional>
-#include <random>
-#include <set>
 #include <filesystem>
 #include <fstream>
 #include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
+#include <random>
+#include <set>
 #include <thread>
 
 #include "common/asio.h"
@@ -249,7 +249,8 @@ inline void ServerStream::OnCanRead() {
   if (paused_ || done_) return;
   uint8_t buf[64 << 10];
   for (;;) {
-    if (cmd_ == 0 || ((cmd_ == 'R' || cmd_ == 'S') && header_.size() < 8) || (cmd_ == 'U' && header_.size() < 8)) {
+    if (cmd_ == 0 || ((cmd_ == 'R' || cmd_ == 'S') && header_.size() < 8) ||
+        (cmd_ == 'U' && header_.size() < 8)) {
       if (cmd_ == 0) {
         auto r = s_->Read({buf, 1});
         if (r.bytes_read == 0) return;

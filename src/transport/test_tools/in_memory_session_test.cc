@@ -1,0 +1,137 @@
+#include "transport/test_tools/in_memory_session.h"
+
+#include <gtest/gtest.h>
+
+#include <optional>
+
+namespace kvcs::transport::test {
+namespace {
+
+class Visitor : public SessionVisitor {
+ public:
+  explicit Visitor(Session* s) : s_(s) {}
+  void OnSessionReady() override { ready = true; }
+  void OnSessionClosed(const CloseInfo& i) override { closed = i; }
+  void OnIncomingBidirectionalStreamAvailable() override {
+    while (Stream* st = s_->AcceptIncomingBidirectionalStream())
+      incoming.push_back(st->GetStreamId());
+  }
+  void OnIncomingUnidirectionalStreamAvailable() override {
+    while (Stream* st = s_->AcceptIncomingUnidirectionalStream())
+      incoming.push_back(st->GetStreamId());
+  }
+  void OnDatagramReceived(ByteSpan d) override { datagrams.emplace_back(d.begin(), d.end()); }
+  void OnCanCreateNewOutgoingBidirectionalStream() override { ++can_open; }
+  void OnCanCreateNewOutgoingUnidirectionalStream() override { ++can_open; }
+  Session* s_;
+  bool ready = false;
+  std::optional<CloseInfo> closed;
+  std::vector<StreamId> incoming;
+  std::vector<Bytes> datagrams;
+  int can_open = 0;
+};
+
+struct StreamLog : StreamVisitor {
+  void OnCanRead() override { ++can_read; }
+  void OnCanWrite() override { ++can_write; }
+  void OnResetStreamReceived(ErrorCode c) override { reset = c; }
+  void OnStopSendingReceived(ErrorCode c) override { stop = c; }
+  void OnStreamClosed() override { *closed = true; }
+  int can_read = 0, can_write = 0;
+  std::optional<ErrorCode> reset, stop;
+  bool* closed;
+};
+
+class InMemoryTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    InMemoryOptions o;
+    o.stream_window = 1000;
+    o.stream_send_buffer = 4000;
+    o.max_incoming_bidi = 2;
+    pair_ = std::make_unique<InMemorySessionPair>(o, o);
+    cv_ = std::make_unique<Visitor>(&pair_->client());
+    sv_ = std::make_unique<Visitor>(&pair_->server());
+    pair_->client().SetVisitor(cv_.get());
+    pair_->server().SetVisitor(sv_.get());
+    pair_->Connect();
+    pair_->RunUntilIdle();
+  }
+  std::unique_ptr<InMemorySessionPair> pair_;
+  std::unique_ptr<Visitor> cv_, sv_;
+};
+
+TEST_F(InMemoryTest, StreamDataFlowControlAndFin) {
+  ASSERT_TRUE(cv_->ready && sv_->ready);
+  Stream* c = pair_->client().OpenOutgoingBidirectionalStream();
+  ASSERT_NE(c, nullptr);
+  Bytes data(3500);
+  for (size_t i = 0; i < data.size(); ++i) data[i] = static_cast<uint8_t>(i);
+  ASSERT_TRUE(c->Write(data, true).ok());
+  pair_->RunUntilIdle();
+  ASSERT_EQ(sv_->incoming.size(), 1u);
+  Stream* s = pair_->server().GetStreamById(sv_->incoming[0]);
+  ASSERT_NE(s, nullptr);
+  // Only one window's worth arrives until the server consumes.
+  EXPECT_EQ(s->ReadableBytes(), 1000u);
+  EXPECT_EQ(c->BufferedBytes(), 2500u);
+  Bytes got;
+  uint8_t buf[700];
+  for (int i = 0; i < 100; ++i) {
+    auto r = s->Read(buf);
+    got.insert(got.end(), buf, buf + r.bytes_read);
+    if (r.fin) break;
+    pair_->RunUntilIdle();
+  }
+  EXPECT_EQ(got, data);
+}
+
+TEST_F(InMemoryTest, ResetStopSendingAndCredit) {
+  Stream* a = pair_->client().OpenOutgoingBidirectionalStream();
+  Stream* b = pair_->client().OpenOutgoingBidirectionalStream();
+  ASSERT_TRUE(a && b);
+  EXPECT_FALSE(pair_->client().CanOpenNextOutgoingBidirectionalStream());  // limit 2
+  bool a_closed = false;
+  auto log = std::make_unique<StreamLog>();
+  log->closed = &a_closed;
+  StreamLog* la = log.get();
+  a->SetVisitor(std::move(log));
+  ASSERT_TRUE(a->Write(AsBytes("x"), false).ok());
+  ASSERT_TRUE(b->Write(AsBytes("y"), true).ok());
+  pair_->RunUntilIdle();
+  Stream* sa = pair_->server().GetStreamById(a->GetStreamId());
+  Stream* sb = pair_->server().GetStreamById(b->GetStreamId());
+  ASSERT_TRUE(sa && sb);
+  sa->ResetWithCode(5);
+  sa->SendStopSending(6);
+  pair_->RunUntilIdle();
+  EXPECT_EQ(la->reset, 5u);
+  EXPECT_EQ(la->stop, 6u);
+  EXPECT_TRUE(a_closed);
+  EXPECT_EQ(pair_->client().GetStreamById(a->GetStreamId()), nullptr);
+  // Finishing the server's side of stream b returns stream credit to the client.
+  uint8_t buf[8];
+  EXPECT_TRUE(sb->Read(buf).fin);
+  ASSERT_TRUE(sb->Write({}, true).ok());
+  pair_->RunUntilIdle();
+  EXPECT_GE(cv_->can_open, 1);
+  EXPECT_TRUE(pair_->client().CanOpenNextOutgoingBidirectionalStream());
+}
+
+TEST_F(InMemoryTest, DatagramsAndClose) {
+  ASSERT_TRUE(pair_->client().SendOrQueueDatagram(AsBytes("hello")).ok());
+  EXPECT_TRUE(
+      pair_->client().SendOrQueueDatagram(Bytes(5000)).Is(TransportError::kDatagramTooLarge));
+  pair_->RunUntilIdle();
+  ASSERT_EQ(sv_->datagrams.size(), 1u);
+  pair_->server().CloseSession(9, "done");
+  pair_->RunUntilIdle();
+  ASSERT_TRUE(cv_->closed && sv_->closed);
+  EXPECT_TRUE(cv_->closed->by_peer);
+  EXPECT_EQ(cv_->closed->code, 9u);
+  EXPECT_EQ(cv_->closed->reason, "done");
+  EXPECT_FALSE(pair_->client().IsOpen());
+}
+
+}  // namespace
+}  // namespace kvcs::transport::test
