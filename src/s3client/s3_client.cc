@@ -326,7 +326,8 @@ struct S3Client::Impl {
       Discard(std::move(conn));
       return s;
     }
-    if (conn->reusable()) {
+    // A server answering 5xx may be going down; do not keep its socket.
+    if (conn->reusable() && res.status < 500) {
       Release(std::move(conn));
     } else {
       Discard(std::move(conn));

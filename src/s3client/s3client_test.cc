@@ -1,0 +1,365 @@
+// Unit tests of the S3 client's pure parts (signing, error and XML decoding, backoff) and of its
+// retry behaviour against a scripted in-process HTTP server on 127.0.0.1 (no Ceph needed; the
+// radosgw tests are in tests/ceph/).
+#include "common/asio.h"
+
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <thread>
+
+#include "s3/sigv4.h"
+#include "s3client/errors.h"
+#include "s3client/s3_client.h"
+#include "s3client/signer.h"
+#include "s3client/xml_responses.h"
+
+namespace kvcs::s3client {
+namespace {
+
+// AWS's published SigV4 example for S3 ("GET Object" with a Range header, examplebucket).
+TEST(Signer, AwsGetObjectExample) {
+  Credentials c{"AKIAIOSFODNN7EXAMPLE", "wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY", "us-east-1"};
+  SignableRequest r;
+  r.method = "GET";
+  r.path = "/test.txt";
+  r.headers = {{"host", "examplebucket.s3.amazonaws.com"}, {"range", "bytes=0-9"}};
+  Sign(c, 1369353600, s3::kEmptySha256Hex, &r);  // 2013-05-24T00:00:00Z
+  ASSERT_EQ(r.headers.back().first, "authorization");
+  EXPECT_EQ(r.headers.back().second,
+            "AWS4-HMAC-SHA256 Credential=AKIAIOSFODNN7EXAMPLE/20130524/us-east-1/s3/aws4_request, "
+            "SignedHeaders=host;range;x-amz-content-sha256;x-amz-date, "
+            "Signature=f0e8bdb87c964420e857bd35b5d6ed310bd44f0170aba48dd91039c6036bdb41");
+  EXPECT_EQ(FormatAmzDate(1369353600), "20130524T000000Z");
+}
+
+// What the signer produces, the server's verifier accepts (one canonical-request implementation),
+// including keys and query values that need encoding; a changed byte is refused.
+TEST(Signer, ServerVerifierAcceptsAndRejects) {
+  Credentials c{"AKID", "secret", "us-east-1"};
+  SignableRequest r;
+  r.method = "PUT";
+  r.path = "/bucket/dir/a b+c~d";
+  r.query = {{"partNumber", "3"}, {"uploadId", "x/y=z"}};
+  r.headers = {{"host", "127.0.0.1:8000"}, {"content-md5", "abc=="}};
+  Sign(c, 1700000000, "UNSIGNED-PAYLOAD", &r);
+  EXPECT_EQ(RequestTarget(r), "/bucket/dir/a%20b%2Bc~d?partNumber=3&uploadId=x%2Fy%3Dz");
+  std::map<std::string, std::string> secrets = {{"AKID", "secret"}};
+  s3::SigV4Input in{r.method, r.path, &r.query, &r.headers};
+  auto ok = s3::VerifySigV4(in, secrets, 1700000000);
+  ASSERT_TRUE(ok.ok()) << ok.status().ToString();
+  EXPECT_EQ(ok->access_key, "AKID");
+  std::string other_path = "/bucket/dir/a b+c~e";
+  s3::SigV4Input in2{r.method, other_path, &r.query, &r.headers};
+  EXPECT_FALSE(s3::VerifySigV4(in2, secrets, 1700000000).ok());
+}
+
+TEST(Endpoint, Parse) {
+  auto a = ParseEndpoint("http://127.0.0.1:8000/");
+  ASSERT_TRUE(a.ok());
+  EXPECT_EQ(a->host, "127.0.0.1");
+  EXPECT_EQ(a->port, 8000);
+  auto b = ParseEndpoint("http://rgw.local");
+  ASSERT_TRUE(b.ok());
+  EXPECT_EQ(b->port, 80);
+  auto c = ParseEndpoint("http://[::1]:9000");
+  ASSERT_TRUE(c.ok());
+  EXPECT_EQ(c->host, "::1");
+  EXPECT_EQ(ParseEndpoint("https://s3.amazonaws.com").status().code(), Code::kUnsupported);
+  for (const char* bad : {"", "127.0.0.1:80", "http://", "http://h:0", "http://h:70000",
+                          "http://h:12x", "http://h/path"}) {
+    EXPECT_FALSE(ParseEndpoint(bad).ok()) << bad;
+  }
+}
+
+TEST(Errors, ClassifyAndParse) {
+  struct Case {
+    const char* code;
+    int http;
+    ClientError want;
+  };
+  for (Case c :
+       {Case{"NoSuchKey", 404, ClientError::kNoSuchKey},
+        Case{"NoSuchBucket", 404, ClientError::kNoSuchBucket},
+        Case{"SignatureDoesNotMatch", 403, ClientError::kSignatureDoesNotMatch},
+        Case{"SlowDown", 503, ClientError::kServerError},
+        Case{"SlowDown", 400, ClientError::kServerError},
+        Case{"RequestTimeout", 400, ClientError::kServerError},
+        Case{"InternalError", 500, ClientError::kServerError},
+        Case{"", 404, ClientError::kNoSuchKey}, Case{"", 412, ClientError::kPreconditionFailed},
+        Case{"Whatever", 400, ClientError::kOtherClientError}}) {
+    EXPECT_EQ(ClassifyS3Code(c.code, c.http), c.want) << c.code << " " << c.http;
+  }
+  EXPECT_TRUE(IsRetryable(ClientError::kServerError));
+  EXPECT_TRUE(IsRetryable(ClientError::kConnect));
+  EXPECT_FALSE(IsRetryable(ClientError::kNoSuchKey));
+  auto e = ParseErrorBody(
+      "<?xml version=\"1.0\"?><Error><Code>NoSuchKey</Code><Message>gone</Message>"
+      "<RequestId>r1</RequestId></Error>");
+  ASSERT_TRUE(e.ok());
+  EXPECT_EQ(e->code, "NoSuchKey");
+  EXPECT_EQ(e->message, "gone");
+  EXPECT_EQ(e->request_id, "r1");
+  for (const char* bad : {"", "<Error>", "<NotError><Code>x</Code></NotError>", "<Error/>",
+                          "<!DOCTYPE x><Error><Code>a</Code></Error>"}) {
+    auto r = ParseErrorBody(bad);
+    ASSERT_FALSE(r.ok()) << bad;
+    EXPECT_TRUE(r.status().Is(ClientError::kMalformedXml));
+  }
+}
+
+TEST(Retry, BackoffIsBoundedExponentialWithJitter) {
+  RetryPolicy p;
+  p.base_backoff = std::chrono::milliseconds(100);
+  p.max_backoff = std::chrono::milliseconds(1000);
+  EXPECT_EQ(BackoffDelay(p, 1, 0.0).count(), 50);
+  EXPECT_EQ(BackoffDelay(p, 1, 1.0).count(), 100);
+  EXPECT_EQ(BackoffDelay(p, 2, 0.0).count(), 100);
+  EXPECT_EQ(BackoffDelay(p, 3, 0.999).count(), 399);
+  EXPECT_EQ(BackoffDelay(p, 5, 1.0).count(), 1000);  // capped
+  EXPECT_EQ(BackoffDelay(p, 60, 0.0).count(), 500);  // huge retry counts stay capped
+  EXPECT_EQ(BackoffDelay(p, -3, 0.0).count(), 50);   // clamped to the first retry
+}
+
+TEST(Xml, ListObjectsV2AndFriends) {
+  auto l = ParseListObjectsV2(
+      "<ListBucketResult xmlns=\"http://s3.amazonaws.com/doc/2006-03-01/\"><Name>b</Name>"
+      "<IsTruncated>true</IsTruncated><NextContinuationToken>tok</NextContinuationToken>"
+      "<Contents><Key>a&amp;b</Key><LastModified>2009-10-12T17:50:30.000Z</LastModified>"
+      "<ETag>&quot;abc&quot;</ETag><Size>42</Size></Contents>"
+      "<CommonPrefixes><Prefix>p/</Prefix></CommonPrefixes></ListBucketResult>");
+  ASSERT_TRUE(l.ok()) << l.status().ToString();
+  ASSERT_EQ(l->objects.size(), 1u);
+  EXPECT_EQ(l->objects[0].key, "a&b");
+  EXPECT_EQ(l->objects[0].etag, "abc");
+  EXPECT_EQ(l->objects[0].size, 42u);
+  EXPECT_EQ(l->objects[0].last_modified_ms, 1255369830000);
+  EXPECT_EQ(l->common_prefixes, std::vector<std::string>{"p/"});
+  EXPECT_TRUE(l->truncated);
+  EXPECT_EQ(l->next_continuation_token, "tok");
+  for (const char* bad :
+       {"<ListBucketResult><Contents><Key>k</Key><Size>x</Size></Contents></ListBucketResult>",
+        "<ListBucketResult><Contents><Size>1</Size></Contents></ListBucketResult>",
+        "<ListBucketResult><IsTruncated>true</IsTruncated></ListBucketResult>", "<Other/>",
+        "not xml"}) {
+    EXPECT_TRUE(ParseListObjectsV2(bad).status().Is(ClientError::kMalformedXml)) << bad;
+  }
+  auto id = ParseInitiateMultipart(
+      "<InitiateMultipartUploadResult><UploadId>u-1</UploadId></InitiateMultipartUploadResult>");
+  ASSERT_TRUE(id.ok());
+  EXPECT_EQ(*id, "u-1");
+  EXPECT_FALSE(ParseInitiateMultipart("<InitiateMultipartUploadResult/>").ok());
+  auto parts = ParseListParts(
+      "<ListPartsResult><IsTruncated>false</IsTruncated><Part><PartNumber>2</PartNumber>"
+      "<ETag>\"e\"</ETag><Size>5</Size></Part></ListPartsResult>");
+  ASSERT_TRUE(parts.ok());
+  ASSERT_EQ(parts->parts.size(), 1u);
+  EXPECT_EQ(parts->parts[0].part_number, 2);
+  EXPECT_FALSE(ParseListParts("<ListPartsResult><Part><PartNumber>0</PartNumber><Size>1</Size>"
+                              "</Part></ListPartsResult>")
+                   .ok());
+  auto b = ParseListBuckets(
+      "<ListAllMyBucketsResult><Buckets><Bucket><Name>x</Name><CreationDate>"
+      "1970-01-01T00:00:01Z</CreationDate></Bucket></Buckets></ListAllMyBucketsResult>");
+  ASSERT_TRUE(b.ok());
+  ASSERT_EQ(b->size(), 1u);
+  EXPECT_EQ((*b)[0].created_ms, 1000);
+  EXPECT_EQ(ParseIsoDateMs("2024-02-29T12:00:00.5Z"), 1709208000500);
+  EXPECT_FALSE(ParseIsoDateMs("2024-13-01T00:00:00Z").has_value());
+  EXPECT_FALSE(ParseIsoDateMs("yesterday").has_value());
+}
+
+// A scripted HTTP server: answers the i-th request with script[i] ("CLOSE": drop the connection
+// without answering; "HANG": read the request and never answer).
+class FakeServer {
+ public:
+  explicit FakeServer(std::vector<std::string> script)
+      : script_(std::move(script)),
+        acceptor_(ioc_, {boost::asio::ip::make_address("127.0.0.1"), 0}) {
+    port_ = acceptor_.local_endpoint().port();
+    thread_ = std::thread([this] { Serve(); });
+  }
+  ~FakeServer() {
+    stop_ = true;
+    boost::system::error_code ec;
+    {  // a blocking accept() is not interrupted by close(): wake it with a connection
+      boost::asio::io_context ioc;
+      boost::asio::ip::tcp::socket s(ioc);
+      s.connect({boost::asio::ip::make_address("127.0.0.1"), port_}, ec);
+    }
+    for (auto& s : held_) s->close(ec);
+    thread_.join();
+    acceptor_.close(ec);
+  }
+  uint16_t port() const { return port_; }
+  int requests() const { return requests_.load(); }
+
+ private:
+  void Serve() {
+    while (!stop_) {
+      auto sock = std::make_shared<boost::asio::ip::tcp::socket>(ioc_);
+      boost::system::error_code ec;
+      acceptor_.accept(*sock, ec);
+      if (ec) return;
+      while (!stop_) {
+        std::string req;
+        char c;
+        while (req.find("\r\n\r\n") == std::string::npos) {
+          if (boost::asio::read(*sock, boost::asio::buffer(&c, 1), ec) != 1 || ec) break;
+          req.push_back(c);
+        }
+        if (ec) break;
+        size_t cl = req.find("content-length: ");
+        if (cl == std::string::npos) cl = req.find("Content-Length: ");
+        if (cl != std::string::npos) {
+          size_t n = std::stoul(req.substr(cl + 16));
+          std::string body(n, '\0');
+          boost::asio::read(*sock, boost::asio::buffer(body), ec);
+        }
+        int i = requests_++;
+        const std::string& r = i < static_cast<int>(script_.size()) ? script_[i] : script_.back();
+        if (r == "CLOSE") break;
+        if (r == "HANG") {
+          held_.push_back(sock);
+          break;
+        }
+        boost::asio::write(*sock, boost::asio::buffer(r), ec);
+        if (ec) break;
+      }
+    }
+  }
+
+  std::vector<std::string> script_;
+  boost::asio::io_context ioc_;
+  boost::asio::ip::tcp::acceptor acceptor_;
+  std::vector<std::shared_ptr<boost::asio::ip::tcp::socket>> held_;
+  uint16_t port_ = 0;
+  std::atomic<int> requests_{0};
+  std::atomic<bool> stop_{false};
+  std::thread thread_;
+};
+
+std::string Http(int status, const std::string& body, const std::string& extra = "") {
+  return "HTTP/1.1 " + std::to_string(status) +
+         " X\r\nContent-Length: " + std::to_string(body.size()) + "\r\n" + extra + "\r\n" + body;
+}
+
+std::unique_ptr<S3Client> ClientFor(uint16_t port, int attempts = 4) {
+  ClientOptions o;
+  o.endpoint = "http://127.0.0.1:" + std::to_string(port);
+  o.credentials = {"AKID", "secret", "us-east-1"};
+  o.retry.max_attempts = attempts;
+  o.retry.base_backoff = std::chrono::milliseconds(1);
+  o.retry.max_backoff = std::chrono::milliseconds(4);
+  o.retry.attempt_timeout = std::chrono::milliseconds(300);
+  o.retry.total_deadline = std::chrono::milliseconds(5000);
+  auto c = S3Client::Create(o);
+  EXPECT_TRUE(c.ok());
+  return std::move(*c);
+}
+
+const std::string kSlowDown =
+    "<Error><Code>SlowDown</Code><Message>Please reduce your request rate.</Message></Error>";
+
+// 5xx and dropped connections are retried until an attempt succeeds.
+TEST(Retry, ServerErrorsAndDropsAreRetried) {
+  FakeServer srv({Http(503, kSlowDown), "CLOSE", Http(500, ""), Http(200, "", "ETag: \"e1\"\r\n")});
+  auto c = ClientFor(srv.port());
+  auto r = c->PutObject("b", "k", AsBytes("data"), {});
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_EQ(*r, "e1");
+  EXPECT_EQ(srv.requests(), 4);
+  EXPECT_EQ(c->stats().retries, 3u);
+}
+
+// Persistent 5xx: bounded attempts, then a typed kServerError (kUnavailable).
+TEST(Retry, AttemptsAreBounded) {
+  FakeServer srv({Http(500, "<Error><Code>InternalError</Code></Error>")});
+  auto c = ClientFor(srv.port(), 3);
+  auto r = c->ListBuckets();
+  ASSERT_FALSE(r.ok());
+  EXPECT_TRUE(r.status().Is(ClientError::kServerError)) << r.status().ToString();
+  EXPECT_EQ(r.status().code(), Code::kUnavailable);
+  EXPECT_EQ(srv.requests(), 3);
+}
+
+// 4xx are not retried and carry the S3 code.
+TEST(Retry, ClientErrorsAreNotRetried) {
+  FakeServer srv({Http(404, "<Error><Code>NoSuchBucket</Code><Message>m</Message></Error>")});
+  auto c = ClientFor(srv.port());
+  auto r = c->ListObjectsV2("b", "", "", "", "", 10);
+  ASSERT_FALSE(r.ok());
+  EXPECT_TRUE(r.status().Is(ClientError::kNoSuchBucket));
+  EXPECT_EQ(srv.requests(), 1);
+}
+
+// A server that never answers: each attempt times out, then the request fails (kTimeout).
+TEST(Retry, TimeoutsAreRetriedThenFail) {
+  FakeServer srv({"HANG"});
+  auto c = ClientFor(srv.port(), 2);
+  Bytes out(10);
+  auto r = c->GetRange("b", "k", 0, out);
+  ASSERT_FALSE(r.ok());
+  EXPECT_TRUE(r.status().Is(ClientError::kTimeout)) << r.status().ToString();
+  EXPECT_EQ(srv.requests(), 2);
+}
+
+// Nothing listening: connection errors, bounded, kUnavailable.
+TEST(Retry, ConnectionRefused) {
+  uint16_t port;
+  {
+    boost::asio::io_context ioc;
+    boost::asio::ip::tcp::acceptor a(ioc, {boost::asio::ip::make_address("127.0.0.1"), 0});
+    port = a.local_endpoint().port();
+  }
+  auto c = ClientFor(port, 3);
+  auto r = c->HeadBucket("b");
+  ASSERT_FALSE(r.ok());
+  EXPECT_TRUE(r.Is(ClientError::kConnect)) << r.ToString();
+  EXPECT_EQ(c->stats().attempts, 3u);
+}
+
+// Responses that contradict the request are refused, never handed over as data.
+TEST(Responses, BadRangeAnswersAreRefused) {
+  Bytes out(4);
+  {  // Content-Range for other bytes
+    FakeServer srv({Http(206, "abcd", "Content-Range: bytes 1-4/10\r\nETag: \"e\"\r\n")});
+    auto r = ClientFor(srv.port())->GetRange("b", "k", 0, out);
+    ASSERT_FALSE(r.ok());
+    EXPECT_TRUE(r.status().Is(ClientError::kProtocol)) << r.status().ToString();
+  }
+  {  // longer body than asked
+    FakeServer srv({Http(206, "abcdef", "Content-Range: bytes 0-5/10\r\n")});
+    auto r = ClientFor(srv.port())->GetRange("b", "k", 0, out);
+    ASSERT_FALSE(r.ok());
+  }
+  {  // another version than the pinned ETag
+    FakeServer srv({Http(206, "abcd", "Content-Range: bytes 0-3/10\r\nETag: \"other\"\r\n")});
+    auto r = ClientFor(srv.port())->GetRange("b", "k", 0, out, "pinned");
+    ASSERT_FALSE(r.ok());
+    EXPECT_TRUE(r.status().Is(ClientError::kPreconditionFailed));
+  }
+  {  // header block over kMaxResponseHeaderBytes
+    FakeServer srv({Http(200, "", "X-Big: " + std::string(kMaxResponseHeaderBytes, 'a') + "\r\n")});
+    auto r = ClientFor(srv.port())->HeadBucket("b");
+    ASSERT_FALSE(r.ok());
+    EXPECT_TRUE(r.Is(ClientError::kResponseTooLarge)) << r.ToString();
+  }
+  {  // a 200 CompleteMultipartUpload that carries an <Error> is an error (retried, then fails)
+    FakeServer srv({Http(200, "<Error><Code>InternalError</Code></Error>")});
+    auto r = ClientFor(srv.port(), 2)->CompleteMultipartUpload("b", "k", "u", {});
+    ASSERT_FALSE(r.ok());
+    EXPECT_TRUE(r.status().Is(ClientError::kServerError));
+    EXPECT_EQ(srv.requests(), 2);
+  }
+  {  // good answer
+    FakeServer srv({Http(206, "abcd", "Content-Range: bytes 0-3/10\r\nETag: \"e\"\r\n")});
+    auto r = ClientFor(srv.port())->GetRange("b", "k", 0, out, "e");
+    ASSERT_TRUE(r.ok()) << r.status().ToString();
+    EXPECT_EQ(*r, 4u);
+    EXPECT_EQ(std::string(out.begin(), out.end()), "abcd");
+  }
+}
+
+}  // namespace
+}  // namespace kvcs::s3client
