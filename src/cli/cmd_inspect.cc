@@ -28,6 +28,7 @@ enum class Kind { kContainer, kObject, kManifest, kCose, kSafetensors, kPackInde
 struct InspectArgs {
   std::string file, type, compat_id, block_key, descriptor, track;
   std::optional<uint64_t> group, object, token_start;
+  std::optional<uint32_t> block_index;
   std::vector<std::string> pubs;
 };
 
@@ -118,6 +119,7 @@ int InspectContainer(const InspectArgs& a, ByteSpan bytes) {
     if (!k.ok()) return Fail(kCmd, k.status().message());
     want.block_key = *k;
   }
+  if (a.block_index) want.block_index = *a.block_index;
   Status s = kvsp::CheckExpectation(*v, want);
   if (!s.ok()) {
     return Invalid(a.file, "KVSP container", s, name(s),
@@ -435,6 +437,7 @@ RunFn Setup(CLI::App& app) {
   cmd->add_option("--compat-id", a->compat_id,
                   "expected compat_id (container; manifest: the namespace's)");
   cmd->add_option("--block-key", a->block_key, "expected block key (container)");
+  cmd->add_option("--block-index", a->block_index, "expected 1-based block index (container)");
   cmd->add_option("--descriptor", a->descriptor,
                   "descriptor JSON: container section shapes are checked and decoded");
   cmd->add_option("--group", a->group, "object payload: the MOQT Group ID (must equal Layer)");
