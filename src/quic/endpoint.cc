@@ -254,11 +254,13 @@ class ServerImpl : public QuicServer, public ConnectionOwner {
   }
 
   void AfterBatch() {
-    std::vector<Connection*> touched;
-    touched.swap(touched_);
-    for (Connection* c : touched) {
+    // AfterIo never receives packets, so touched_ cannot grow while we walk it; clearing keeps
+    // its capacity (no allocation per batch).
+    for (size_t i = 0; i < touched_.size(); ++i) {
+      Connection* c = touched_[i];
       if (conns_.count(c) && !c->finished()) c->AfterIo();
     }
+    touched_.clear();
   }
 
   void OnPacket(const SockAddr& from, const uint8_t* data, size_t len) {

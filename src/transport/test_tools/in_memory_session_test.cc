@@ -31,15 +31,19 @@ class Visitor : public SessionVisitor {
   int can_open = 0;
 };
 
-struct StreamLog : StreamVisitor {
-  void OnCanRead() override { ++can_read; }
-  void OnCanWrite() override { ++can_write; }
-  void OnResetStreamReceived(ErrorCode c) override { reset = c; }
-  void OnStopSendingReceived(ErrorCode c) override { stop = c; }
-  void OnStreamClosed() override { *closed = true; }
-  int can_read = 0, can_write = 0;
+// Records into a struct the test owns: the visitor dies with its stream.
+struct StreamEvents {
   std::optional<ErrorCode> reset, stop;
-  bool* closed;
+  bool closed = false;
+};
+struct StreamLog : StreamVisitor {
+  explicit StreamLog(StreamEvents* e) : e(e) {}
+  void OnCanRead() override {}
+  void OnCanWrite() override {}
+  void OnResetStreamReceived(ErrorCode c) override { e->reset = c; }
+  void OnStopSendingReceived(ErrorCode c) override { e->stop = c; }
+  void OnStreamClosed() override { e->closed = true; }
+  StreamEvents* e;
 };
 
 class InMemoryTest : public ::testing::Test {
@@ -90,12 +94,10 @@ TEST_F(InMemoryTest, ResetStopSendingAndCredit) {
   Stream* a = pair_->client().OpenOutgoingBidirectionalStream();
   Stream* b = pair_->client().OpenOutgoingBidirectionalStream();
   ASSERT_TRUE(a && b);
+  const StreamId a_id = a->GetStreamId();
   EXPECT_FALSE(pair_->client().CanOpenNextOutgoingBidirectionalStream());  // limit 2
-  bool a_closed = false;
-  auto log = std::make_unique<StreamLog>();
-  log->closed = &a_closed;
-  StreamLog* la = log.get();
-  a->SetVisitor(std::move(log));
+  StreamEvents ea;
+  a->SetVisitor(std::make_unique<StreamLog>(&ea));
   ASSERT_TRUE(a->Write(AsBytes("x"), false).ok());
   ASSERT_TRUE(b->Write(AsBytes("y"), true).ok());
   pair_->RunUntilIdle();
@@ -105,10 +107,10 @@ TEST_F(InMemoryTest, ResetStopSendingAndCredit) {
   sa->ResetWithCode(5);
   sa->SendStopSending(6);
   pair_->RunUntilIdle();
-  EXPECT_EQ(la->reset, 5u);
-  EXPECT_EQ(la->stop, 6u);
-  EXPECT_TRUE(a_closed);
-  EXPECT_EQ(pair_->client().GetStreamById(a->GetStreamId()), nullptr);
+  EXPECT_EQ(ea.reset, 5u);
+  EXPECT_EQ(ea.stop, 6u);
+  EXPECT_TRUE(ea.closed);
+  EXPECT_EQ(pair_->client().GetStreamById(a_id), nullptr);  // both sides done: `a` is gone
   // Finishing the server's side of stream b returns stream credit to the client.
   uint8_t buf[8];
   EXPECT_TRUE(sb->Read(buf).fin);
