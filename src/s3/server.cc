@@ -309,9 +309,11 @@ struct Server::Impl {
   ServerConfig config;
   store::ObjectStore& store;
   std::vector<Extension> extensions;
+  // Declaration order matters for destruction: the acceptor goes first, then the io_context
+  // (destroying any parked session coroutines), then the TLS context they may reference.
+  std::optional<asio::ssl::context> tls;
   asio::io_context ioc;
   std::optional<tcp::acceptor> acceptor;
-  std::optional<asio::ssl::context> tls;
   uint16_t port = 0;
   std::atomic<size_t> connections{0};
   std::atomic<uint64_t> next_request{0};
@@ -524,8 +526,11 @@ Awaitable<void> Server::Impl::RunConnection(tcp::socket s) {
 Awaitable<void> Server::Impl::Accept() {
   for (;;) {
     beast::error_code ec;
+    // Each connection's socket (and so its tcp_stream timer) lives on its own strand: the
+    // io_context runs on several threads.
+    asio::any_io_executor strand = asio::make_strand(ioc);
     tcp::socket sock =
-        co_await acceptor->async_accept(asio::redirect_error(asio::use_awaitable, ec));
+        co_await acceptor->async_accept(strand, asio::redirect_error(asio::use_awaitable, ec));
     if (ec) {
       if (ec == asio::error::operation_aborted || stopping) co_return;
       KVCS_LOG_WARN("s3: accept: {}", ec.message());
@@ -538,9 +543,8 @@ Awaitable<void> Server::Impl::Accept() {
     }
     sock.set_option(tcp::no_delay(true), ec);
     ++connections;
-    auto strand = asio::make_strand(ioc);
     asio::co_spawn(strand, RunConnection(std::move(sock)), [this](std::exception_ptr e) {
-      --connections;
+      if (--connections == 0 && stopping) ioc.stop();  // the last connection drained
       if (e) {
         try {
           std::rethrow_exception(e);
@@ -558,6 +562,7 @@ void Server::Impl::BeginStop() {
   asio::post(ioc, [this] {
     beast::error_code ec;
     if (acceptor) acceptor->close(ec);
+    if (connections.load() == 0) ioc.stop();
     std::lock_guard<std::mutex> l(sessions_mu);
     for (auto& [s, ex] : idle_sessions) {
       // Runs on the session's strand: if the session is still registered there, it is parked in
