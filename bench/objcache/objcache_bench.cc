@@ -1,0 +1,301 @@
+// bench/objcache: layer-major retrieval of a Llama-3.1-8B-layout prefix (32 layers, 64 KiB per
+// block-layer) from the store, four ways, in one run on the same bytes:
+//   pread        the ceiling: the same (block, layer) byte ranges read from the object files with
+//                pread, layer-major (sequential, and parallel through ObjectStore::ReadMany)
+//   range GETs   one S3 GET with a Range header per (block, layer): N × L requests
+//   block GETs   one S3 GET per whole block: N requests
+//   aggregated   ONE POST ?kvcs-aggregate request, layer-major, every block-layer digest verified
+// Each reports requests, wall time, GB/s of KV payload and time to first layer (all blocks' layer
+// 0 available). Server and client run in this process over 127.0.0.1.
+//
+// Usage: kvcs_objcache_bench [--blocks N]... [--layers L] [--dir D] [--skip-range]
+//   Default: --blocks 256 --blocks 4096 (4K and 64K tokens; 4096 needs ~8.5 GiB of disk).
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "common/crypto.h"
+#include "common/hex.h"
+#include "kvsp/container.h"
+#include "objcache/block_layout.h"
+#include "objcache/client.h"
+#include "objcache/service.h"
+#include "objcache/synthetic.h"
+#include "s3/server.h"
+#include "store/local_store.h"
+
+using namespace kvcs;
+using namespace kvcs::objcache;
+namespace fs = std::filesystem;
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+double Secs(Clock::time_point a, Clock::time_point b) {
+  return std::chrono::duration<double>(b - a).count();
+}
+
+struct Row {
+  std::string name;
+  uint64_t requests = 0;
+  double wall = 0, ttfl = 0;
+  uint64_t bytes = 0;
+};
+
+void Print(const Row& r) {
+  std::printf("  %-28s %9llu req %9.1f ms %7.2f GB/s   first layer %8.2f ms\n", r.name.c_str(),
+              static_cast<unsigned long long>(r.requests), r.wall * 1e3, r.bytes / r.wall / 1e9,
+              r.ttfl * 1e3);
+}
+
+int RunSize(uint32_t blocks, uint32_t layers, const std::string& parent, bool skip_range) {
+  std::string tmpl = parent + "/kvcs-objcache-bench-XXXXXX";
+  if (!mkdtemp(tmpl.data())) {
+    std::fprintf(stderr, "cannot create a directory under %s\n", parent.c_str());
+    return 1;
+  }
+  const std::string dir = tmpl;
+  struct Rm {
+    std::string d;
+    ~Rm() {
+      std::error_code ec;
+      fs::remove_all(d, ec);
+    }
+  } rm{dir};
+  store::LocalStoreOptions so;
+  so.sync = false;  // setup speed; reads are what we measure
+  auto st = store::LocalStore::Open(dir, so);
+  if (!st.ok()) return std::fprintf(stderr, "%s\n", st.status().ToString().c_str()), 1;
+  auto& store = **st;
+  const std::string bucket = kDefaultKvBucket;
+  (void)store.CreateBucket(bucket);
+  auto cache = MakeSyntheticCache(blocks, layers);
+  if (!cache.ok()) return std::fprintf(stderr, "%s\n", cache.status().ToString().c_str()), 1;
+  std::vector<std::string> keys;
+  auto t_setup = Clock::now();
+  for (uint32_t i = 0; i < blocks; ++i) {
+    auto c = MakeSyntheticContainer(*cache, i);
+    auto k = c.ok() ? StoreContainer(store, bucket, cache->scope_id, *c) : c.status();
+    if (!k.ok()) return std::fprintf(stderr, "%s\n", k.status().ToString().c_str()), 1;
+    keys.push_back(*k);
+  }
+  const uint64_t block_layer = 2 * cache->section_bytes;
+  const uint64_t payload = uint64_t{blocks} * layers * block_layer;
+  std::printf("\n%u blocks (%u tokens) x %u layers, %.1f MiB of KV payload (setup %.1f s)\n",
+              blocks, blocks * 16, layers, payload / 1048576.0, Secs(t_setup, Clock::now()));
+
+  // Views of every stored container (the layer byte ranges).
+  std::vector<std::shared_ptr<const store::ObjectReader>> readers;
+  std::vector<kvsp::ContainerView> views;
+  for (const auto& k : keys) {
+    auto r = store.Open(bucket, k);
+    auto v = r.ok() ? ReadContainerView(**r) : Result<kvsp::ContainerView>(r.status());
+    if (!v.ok()) return std::fprintf(stderr, "%s\n", v.status().ToString().c_str()), 1;
+    readers.push_back(*r);
+    views.push_back(*v);
+  }
+
+  std::vector<Row> rows;
+  Bytes buf(uint64_t{blocks} * block_layer);
+  {  // pread, sequential, layer-major
+    Row r{"pread (sequential)", 0, 0, 0, payload};
+    auto t0 = Clock::now();
+    for (uint32_t l = 0; l < layers; ++l) {
+      for (uint32_t b = 0; b < blocks; ++b) {
+        auto range = views[b].Find(l)->both();
+        (void)readers[b]->ReadAt(range.offset,
+                                 std::span<uint8_t>(buf.data() + b * block_layer, block_layer));
+        ++r.requests;
+      }
+      if (l == 0) r.ttfl = Secs(t0, Clock::now());
+    }
+    r.wall = Secs(t0, Clock::now());
+    rows.push_back(r);
+  }
+  {  // pread, parallel (ReadMany on the store's threads), layer-major
+    Row r{"pread (parallel, ReadMany)", 0, 0, 0, payload};
+    auto t0 = Clock::now();
+    std::vector<store::RangeRead> reads(blocks);
+    for (uint32_t l = 0; l < layers; ++l) {
+      for (uint32_t b = 0; b < blocks; ++b) {
+        auto range = views[b].Find(l)->both();
+        reads[b].reader = readers[b].get();
+        reads[b].offset = range.offset;
+        reads[b].out = std::span<uint8_t>(buf.data() + b * block_layer, block_layer);
+      }
+      store.ReadMany(reads);
+      r.requests += blocks;
+      if (l == 0) r.ttfl = Secs(t0, Clock::now());
+    }
+    r.wall = Secs(t0, Clock::now());
+    rows.push_back(r);
+  }
+  {  // pread + SHA-256 of every block-layer: what the client's verification adds
+    Row r{"pread + SHA-256 verify", 0, 0, 0, payload};
+    auto t0 = Clock::now();
+    std::vector<store::RangeRead> reads(blocks);
+    for (uint32_t l = 0; l < layers; ++l) {
+      for (uint32_t b = 0; b < blocks; ++b) {
+        auto range = views[b].Find(l)->both();
+        reads[b].reader = readers[b].get();
+        reads[b].offset = range.offset;
+        reads[b].out = std::span<uint8_t>(buf.data() + b * block_layer, block_layer);
+      }
+      store.ReadMany(reads);
+      for (uint32_t b = 0; b < blocks; ++b)
+        if (Sha256::Hash(ByteSpan(buf.data() + b * block_layer, block_layer)) !=
+            views[b].Find(l)->digest)
+          return std::fprintf(stderr, "digest mismatch\n"), 1;
+      r.requests += blocks;
+      if (l == 0) r.ttfl = Secs(t0, Clock::now());
+    }
+    r.wall = Secs(t0, Clock::now());
+    rows.push_back(r);
+  }
+
+  s3::ServerConfig cfg;
+  cfg.port = 0;
+  cfg.secrets[s3::kDevAccessKey] = s3::kDevSecretKey;
+  cfg.io_threads = 2;
+  s3::Server server(cfg, store);
+  Service service;
+  for (auto& e : service.Extensions()) server.AddExtension(std::move(e));
+  if (!server.Start().ok()) return std::fprintf(stderr, "server start failed\n"), 1;
+  std::thread runner([&] { server.Run(false); });
+  ClientOptions co;
+  co.port = server.port();
+  co.access_key = s3::kDevAccessKey;
+  co.secret_key = s3::kDevSecretKey;
+  Client client(co);
+  int rc = 0;
+
+  if (!skip_range) {  // one Range GET per (block, layer)
+    Row r{"S3 range GET per block-layer", 0, 0, 0, payload};
+    auto t0 = Clock::now();
+    for (uint32_t l = 0; l < layers && !rc; ++l) {
+      for (uint32_t b = 0; b < blocks; ++b) {
+        auto range = views[b].Find(l)->both();
+        auto res = client.Request("GET", "/" + bucket + "/" + keys[b], "", {},
+                                  {{"Range", "bytes=" + std::to_string(range.offset) + "-" +
+                                                 std::to_string(range.end() - 1)}});
+        if (!res.ok() || res->status != 206 || res->body.size() != block_layer) {
+          std::fprintf(stderr, "range GET failed\n");
+          rc = 1;
+          break;
+        }
+        ++r.requests;
+      }
+      if (l == 0) r.ttfl = Secs(t0, Clock::now());
+    }
+    r.wall = Secs(t0, Clock::now());
+    rows.push_back(r);
+  }
+  {  // one GET per whole block; layer 0 of all blocks is there only when the last block is
+    Row r{"S3 GET per block", 0, 0, 0, payload};
+    auto t0 = Clock::now();
+    for (uint32_t b = 0; b < blocks && !rc; ++b) {
+      auto res = client.Request("GET", "/" + bucket + "/" + keys[b], "", {});
+      if (!res.ok() || res->status != 200) {
+        std::fprintf(stderr, "block GET failed\n");
+        rc = 1;
+      }
+      ++r.requests;
+    }
+    r.wall = r.ttfl = Secs(t0, Clock::now());
+    rows.push_back(r);
+  }
+  {  // ONE aggregated request
+    AggregateRequest req;
+    req.scope_id = cache->scope_id;
+    req.compat_id = cache->compat_id;
+    req.codec = 1;
+    req.layer_first = 0;
+    req.layer_count = layers;
+    req.block_keys = cache->block_keys;
+    uint64_t verified = 0;
+    auto stats = client.AggregateGet(bucket, req, [&](const DeliveredLayer& l) {
+      for (const auto& b : l.blocks)
+        if (b.status == BlockStatus::kPresent) verified += b.data.size();
+      return Status::Ok();
+    });
+    if (!stats.ok() || verified != payload || stats->corrupt_blocks) {
+      std::fprintf(stderr, "aggregated GET failed: %s\n",
+                   stats.ok() ? "short" : stats.status().ToString().c_str());
+      rc = 1;
+    } else {
+      rows.push_back(Row{"aggregated (1 request)", 1, stats->total_seconds,
+                         stats->first_layer_seconds, payload});
+    }
+  }
+  server.Stop();
+  runner.join();
+  for (const Row& r : rows) Print(r);
+  auto find = [&](const std::string& n) -> const Row* {
+    for (const Row& r : rows)
+      if (r.name.rfind(n, 0) == 0) return &r;
+    return nullptr;
+  };
+  const Row* agg = find("aggregated");
+  const Row* seq = find("pread (sequential)");
+  const Row* par = find("pread (parallel");
+  const Row* ver = find("pread + SHA");
+  const Row* rng = find("S3 range");
+  const Row* blk = find("S3 GET per block");
+  if (agg) {
+    const Row* best = seq->wall < par->wall ? seq : par;
+    std::printf(
+        "  ratios: aggregated / best raw pread = %.2f of the GB/s; aggregated / (pread + "
+        "verify) = %.2f\n",
+        best->wall / agg->wall, ver->wall / agg->wall);
+    if (rng)
+      std::printf("          per-range GETs take %.1fx the aggregated time (first layer %.1fx)\n",
+                  rng->wall / agg->wall, rng->ttfl / agg->ttfl);
+    if (blk)
+      std::printf("          per-block GETs take %.1fx the aggregated time (first layer %.1fx)\n",
+                  blk->wall / agg->wall, blk->ttfl / agg->ttfl);
+  }
+  return rc;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  std::vector<uint32_t> sizes;
+  uint32_t layers = 32;
+  std::string dir = "/tmp";
+  bool skip_range = false;
+  for (int i = 1; i < argc; ++i) {
+    std::string a = argv[i];
+    if (a == "--blocks" && i + 1 < argc)
+      sizes.push_back(std::atoi(argv[++i]));
+    else if (a == "--layers" && i + 1 < argc)
+      layers = std::atoi(argv[++i]);
+    else if (a == "--dir" && i + 1 < argc)
+      dir = argv[++i];
+    else if (a == "--skip-range")
+      skip_range = true;
+    else {
+      std::fprintf(stderr,
+                   "usage: %s [--blocks N]... [--layers L] [--dir D] [--skip-range]\n"
+                   "  default: --blocks 256 --blocks 4096 (4K and 64K tokens)\n",
+                   argv[0]);
+      return 2;
+    }
+  }
+  if (sizes.empty()) sizes = {256, 4096};
+  std::printf("objcache bench: Llama-3.1-8B layout (64 KiB per block-layer), store in %s\n",
+              dir.c_str());
+  for (uint32_t n : sizes) {
+    if (n < 1 || n > kMaxBlocks || layers < 1 || layers > 1024) {
+      std::fprintf(stderr, "blocks must be 1..%u, layers 1..1024\n", kMaxBlocks);
+      return 2;
+    }
+    if (int rc = RunSize(n, layers, dir, skip_range)) return rc;
+  }
+  return 0;
+}

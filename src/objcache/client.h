@@ -1,0 +1,112 @@
+// A C++ client for the ObjectCache extension: aggregated layer-major GET with a per-layer callback
+// of verified blocks, aggregated PUT, and the few plain S3 calls the tests, bench and demo need.
+// Requests are signed with AWS SigV4 built from s3/sigv4.h's building blocks.
+//
+// Synchronous (Boost.Beast over one keep-alive TCP connection, reconnected on demand).
+// AggregateGet decodes the stream incrementally (StreamDecoder) and, for each layer, verifies
+// every present block's digest before calling the callback: a block whose bytes do not match is
+// handed over as kCorrupt with no data, never as data. The callback runs on the calling thread
+// before the next layer is read from the socket; the spans it sees are valid only during the call.
+//
+// Not thread-safe: one Client per thread.
+#ifndef KVCS_OBJCACHE_CLIENT_H_
+#define KVCS_OBJCACHE_CLIENT_H_
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "common/bytes.h"
+#include "common/status.h"
+#include "objcache/aggregate_wire.h"
+
+namespace kvcs::objcache {
+
+struct ClientOptions {
+  std::string host = "127.0.0.1";
+  uint16_t port = 9000;
+  std::string access_key;
+  std::string secret_key;
+  std::string region = "us-east-1";
+};
+
+// One block of a delivered layer. data holds the carried bytes (K then V, per the components)
+// when status == kPresent and the digest verified; empty otherwise.
+struct DeliveredBlock {
+  BlockStatus status = BlockStatus::kMissing;
+  uint64_t k_len = 0, v_len = 0;
+  ByteSpan data;
+};
+struct DeliveredLayer {
+  uint16_t layer = 0;
+  std::vector<DeliveredBlock> blocks;  // request order
+};
+// Return non-OK to stop the transfer (the connection is then closed).
+using LayerCallback = std::function<Status(const DeliveredLayer&)>;
+
+struct AggregateStats {
+  uint64_t body_bytes = 0;         // response body bytes received
+  uint64_t payload_bytes = 0;      // verified block bytes handed to the callback
+  uint32_t corrupt_blocks = 0;     // (layer, block) pairs that failed verification
+  double first_layer_seconds = 0;  // request sent -> first layer handed to the callback
+  double total_seconds = 0;
+  std::vector<double> layer_seconds;  // per layer: request sent -> handed to the callback
+};
+
+struct PutBlockResult {
+  bool ok = false;
+  std::string key;
+  std::string message;
+};
+struct AggregatePutResult {
+  uint32_t stored = 0;
+  std::vector<PutBlockResult> blocks;
+  std::string prefix_record;  // key of the prefix record, if one was written
+};
+
+struct HttpResult {
+  int status = 0;
+  Bytes body;
+  std::vector<std::pair<std::string, std::string>> headers;
+  std::optional<std::string> Header(std::string_view name) const;
+};
+
+class Client {
+ public:
+  explicit Client(ClientOptions options);
+  ~Client();
+  Client(const Client&) = delete;
+  Client& operator=(const Client&) = delete;
+
+  // POST /<bucket>?kvcs-aggregate. Fails on transport errors, a non-200 answer (message holds the
+  // S3 error), a malformed or truncated stream, a header that does not match the request, or a
+  // callback error. Corrupt blocks do not fail the call; they are counted and reported.
+  Result<AggregateStats> AggregateGet(const std::string& bucket, const AggregateRequest& request,
+                                      const LayerCallback& on_layer);
+
+  // POST /<bucket>?kvcs-aggregate-put with the given containers (each one KVSP container).
+  // The body is streamed (UNSIGNED-PAYLOAD: the server verifies every container's digests).
+  Result<AggregatePutResult> AggregatePut(const std::string& bucket, const Digest& scope_id,
+                                          const std::vector<ByteSpan>& containers,
+                                          bool prefix_record);
+
+  // A signed request with a small body; the whole response body is returned.
+  // `query` is the raw query string without '?' (keys and values already URI-encoded).
+  Result<HttpResult> Request(const std::string& method, const std::string& path,
+                             const std::string& query, ByteSpan body,
+                             const std::vector<std::pair<std::string, std::string>>& headers = {},
+                             bool sign = true);
+  Status CreateBucket(const std::string& bucket);
+
+  struct Impl;
+
+ private:
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace kvcs::objcache
+
+#endif  // KVCS_OBJCACHE_CLIENT_H_

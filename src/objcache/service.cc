@@ -1,0 +1,889 @@
+// ObjectCache service handlers. See service.h and docs/protocols/objectcache-aggregated.md.
+#include "objcache/service.h"
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cstring>
+#include <mutex>
+
+#include "common/asio.h"
+#include "common/hex.h"
+#include "kvsp/codec.h"
+#include "kvsp/container.h"
+#include "objcache/aggregate_wire.h"
+#include "sched/pacer.h"
+
+namespace kvcs::objcache {
+
+namespace asio = boost::asio;
+using s3::Awaitable;
+using s3::ExtensionContext;
+
+namespace {
+
+constexpr char kAggregateQuery[] = "kvcs-aggregate";
+constexpr char kAggregatePutQuery[] = "kvcs-aggregate-put";
+constexpr char kKvspBlocksPrefix[] = "/_kvsp/blocks/";
+constexpr char kKvspPrefixPrefix[] = "/_kvsp/prefix/";
+constexpr char kStreamContentType[] = "application/vnd.kvcs.aggregate-v1";
+constexpr char kContainerContentType[] = "application/vnd.kvsp.container";
+// How often a connection coroutine checks whether an offloaded read finished. 50 µs is far below
+// the time to read one window (milliseconds) and costs nothing measurable.
+constexpr auto kOffloadPoll = std::chrono::microseconds(50);
+// Blocks probed per ReadMany batch when reading container headers (4 KiB each): bounds the probe
+// memory to 4 MiB whatever the block count.
+constexpr size_t kProbeBatch = 1024;
+// A container the KVSP endpoints read whole to verify before serving. Real containers are
+// KiB..MiB; larger ones are refused rather than buffered.
+constexpr uint64_t kMaxServedContainerBytes = 256ull << 20;
+// Chunk of a streamed KVSP response.
+constexpr size_t kKvspChunkBytes = 1u << 20;
+
+double NowSeconds() {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
+
+bool IsHex64(std::string_view s) {
+  return s.size() == 64 && std::all_of(s.begin(), s.end(), [](char c) {
+           return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f');
+         });
+}
+Digest ParseHex64(std::string_view s) {
+  Digest d{};
+  auto r = FromHexFixed<32>(s);
+  if (r.ok()) d = *r;
+  return d;
+}
+
+// Runs `fn` on the pool; Wait() resumes the coroutine once it has finished. The job shares
+// ownership of whatever `fn` captures, so abandoning a job is memory-safe.
+class OffloadJob {
+ public:
+  OffloadJob() = default;
+  template <typename F>
+  static OffloadJob Start(asio::thread_pool& pool, F fn) {
+    OffloadJob j;
+    j.done_ = std::make_shared<std::atomic<bool>>(false);
+    asio::post(pool, [fn = std::move(fn), done = j.done_]() mutable {
+      fn();
+      done->store(true, std::memory_order_release);
+    });
+    return j;
+  }
+  bool valid() const { return done_ != nullptr; }
+  Awaitable<void> Wait(asio::any_io_executor ex) {
+    if (!done_) co_return;
+    asio::steady_timer timer(ex);
+    while (!done_->load(std::memory_order_acquire)) {
+      timer.expires_after(kOffloadPoll);
+      boost::system::error_code ec;
+      co_await timer.async_wait(asio::redirect_error(asio::use_awaitable, ec));
+    }
+    done_.reset();
+  }
+
+ private:
+  std::shared_ptr<std::atomic<bool>> done_;
+};
+
+// NOTE (GCC 12): a lambda created inside a coroutine must not capture a std::string (or any other
+// self-referential object) by value: GCC relocates the closure bitwise, so the string's SSO
+// pointer still points into the coroutine frame and is freed later (found by valgrind). Jobs
+// capture only pointers, PODs and shared_ptrs.
+
+Awaitable<void> SleepUntil(asio::any_io_executor ex, double when) {
+  double now = NowSeconds();
+  if (when <= now) co_return;
+  asio::steady_timer timer(ex);
+  timer.expires_after(std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+      std::chrono::duration<double>(when - now)));
+  boost::system::error_code ec;
+  co_await timer.async_wait(asio::redirect_error(asio::use_awaitable, ec));
+}
+
+// Reads exactly out.size() bytes of the body (fewer only at the end of the body).
+Awaitable<Result<size_t>> ReadFull(s3::BodyReader& body, std::span<uint8_t> out) {
+  size_t have = 0;
+  while (have < out.size()) {
+    auto n = co_await body.Read(out.subspan(have));
+    if (!n.ok()) co_return n.status();
+    if (*n == 0) break;
+    have += *n;
+  }
+  co_return have;
+}
+
+// One block of an aggregated GET after the probe.
+struct BlockSlot {
+  std::shared_ptr<const store::ObjectReader> reader;
+  kvsp::ContainerView view;
+  BlockStatus status = BlockStatus::kMissing;
+};
+
+// One (layer, block) of the stream as laid out in a window buffer.
+struct Item {
+  uint16_t layer = 0;
+  uint32_t block = 0;
+  bool frame_head = false;  // first block of its layer: a layer frame head precedes the record
+  bool last_of_layer = false;
+  BlockRecord record;           // planned record (present: lengths and digest from the table)
+  uint64_t out_offset = 0;      // where the record goes in the planned (uncompacted) buffer
+  uint64_t read_len = 0;        // bytes read for this item (K+V of the layer) — 0 if absent
+  uint64_t scratch_offset = 0;  // k/v-only: where K+V are read for verification
+  const kvsp::LayerEntry* entry = nullptr;
+};
+
+struct Window {
+  std::vector<Item> items;
+  Bytes out;      // records, frame heads and carried data, planned layout
+  Bytes scratch;  // k/v-only: K+V read for verification
+  std::vector<store::RangeRead> reads;
+  bool last = false;
+};
+
+}  // namespace
+
+struct Service::Impl {
+  explicit Impl(ServiceOptions o)
+      : options(std::move(o)),
+        pool(static_cast<size_t>(std::max(1, options.offload_threads))),
+        scheduler(options.bandwidth_cap > 0 ? options.bandwidth_cap : 1, options.sched) {}
+  ~Impl() { pool.join(); }
+
+  ServiceOptions options;
+  asio::thread_pool pool;
+  std::mutex sched_mu;
+  sched::BandwidthScheduler scheduler;
+  std::atomic<uint64_t> next_id{1};
+
+  Awaitable<void> AggregateGet(ExtensionContext& ctx);
+  Awaitable<void> AggregatePut(ExtensionContext& ctx);
+  Awaitable<void> KvspBlock(ExtensionContext& ctx);
+  Awaitable<void> KvspPrefix(ExtensionContext& ctx);
+
+  // Probes every block's container (open + header/table read), on the pool.
+  void ProbeBlocks(store::ObjectStore& store, const std::string& bucket,
+                   const AggregateRequest& req, std::string_view codec_name,
+                   std::vector<BlockSlot>* slots);
+};
+
+namespace {
+
+Awaitable<void> BadRequest(ExtensionContext& ctx, const Status& s) {
+  co_await ctx.response.SendError(400, "InvalidRequest", s.message());
+}
+
+Awaitable<void> StoreError(ExtensionContext& ctx, const Status& s) {
+  if (s.Is(store::StoreError::kNoSuchBucket)) {
+    co_await ctx.response.SendError(404, "NoSuchBucket", s.message());
+  } else if (s.Is(store::StoreError::kNoSuchKey)) {
+    co_await ctx.response.SendError(404, "NoSuchKey", s.message());
+  } else {
+    co_await ctx.response.SendError(500, "InternalError", s.message());
+  }
+}
+
+// KVSP endpoints answer with a plain status and a short text body.
+Awaitable<void> PlainError(ExtensionContext& ctx, int status, std::string text) {
+  text += "\n";
+  s3::HeaderList hs = {{"Content-Type", "text/plain"}};
+  Status s = co_await ctx.response.Start(status, std::move(hs), text.size());
+  if (!s.ok()) co_return;
+  if (ctx.request.method != "HEAD") {
+    s = co_await ctx.response.Write(AsBytes(text));
+    if (!s.ok()) co_return;
+  }
+  co_await ctx.response.Finish();
+}
+
+}  // namespace
+
+void Service::Impl::ProbeBlocks(store::ObjectStore& store, const std::string& bucket,
+                                const AggregateRequest& req, std::string_view codec_name,
+                                std::vector<BlockSlot>* slots) {
+  const size_t n = req.block_keys.size();
+  slots->assign(n, BlockSlot{});
+  for (size_t i = 0; i < n; ++i) {
+    auto r = store.Open(bucket,
+                        BlockObjectKey(req.scope_id, req.compat_id, req.block_keys[i], codec_name));
+    if (r.ok()) {
+      (*slots)[i].reader = *r;
+      (*slots)[i].status = BlockStatus::kPresent;
+    } else {
+      (*slots)[i].status = r.status().Is(store::StoreError::kNoSuchKey) ? BlockStatus::kMissing
+                                                                        : BlockStatus::kReadError;
+    }
+  }
+  for (size_t base = 0; base < n; base += kProbeBatch) {
+    size_t end = std::min(n, base + kProbeBatch);
+    std::vector<Bytes> bufs(end - base);
+    std::vector<store::RangeRead> reads;
+    std::vector<size_t> which;
+    for (size_t i = base; i < end; ++i) {
+      BlockSlot& s = (*slots)[i];
+      if (s.status != BlockStatus::kPresent) continue;
+      bufs[i - base].resize(std::min<uint64_t>(s.reader->meta().size, kContainerProbeBytes));
+      store::RangeRead rr;
+      rr.reader = s.reader.get();
+      rr.offset = 0;
+      rr.out = bufs[i - base];
+      reads.push_back(std::move(rr));
+      which.push_back(i);
+    }
+    store.ReadMany(reads);
+    for (size_t k = 0; k < reads.size(); ++k) {
+      BlockSlot& s = (*slots)[which[k]];
+      if (!reads[k].result.ok()) {
+        s.status = BlockStatus::kReadError;
+        continue;
+      }
+      Bytes& b = bufs[which[k] - base];
+      b.resize(*reads[k].result);
+      uint64_t need = 0;
+      auto view = ParseViewFromProbe(b, s.reader->meta().size, &need);
+      if (!view.ok() && view.status().code() == Code::kNeedMoreData)
+        view = ReadContainerView(*s.reader);
+      if (!view.ok()) {
+        s.status = BlockStatus::kCorrupt;
+        continue;
+      }
+      if (view->header.compat_id != req.compat_id ||
+          view->header.block_key != req.block_keys[which[k]] ||
+          kvsp::CodecValue(view->header.codec) != req.codec) {
+        s.status = BlockStatus::kCorrupt;  // stored under the wrong name
+        continue;
+      }
+      s.view = std::move(*view);
+    }
+  }
+}
+
+Awaitable<void> Service::Impl::AggregateGet(ExtensionContext& ctx) {
+  auto body = co_await ctx.body.ReadAll(kMaxRequestJsonBytes);
+  if (!body.ok()) {
+    co_await BadRequest(ctx, body.status());
+    co_return;
+  }
+  auto parsed = ParseAggregateRequest(AsStringView(*body));
+  if (!parsed.ok()) {
+    co_await BadRequest(ctx, parsed.status());
+    co_return;
+  }
+  auto req = std::make_shared<AggregateRequest>(std::move(*parsed));
+  auto bucket_ok = ctx.store.HeadBucket(ctx.request.bucket);
+  if (!bucket_ok.ok()) {
+    co_await StoreError(ctx, bucket_ok.status());
+    co_return;
+  }
+  auto codec = kvsp::CodecFromValue(req->codec);
+  const std::string codec_name(kvsp::CodecName(*codec));
+
+  auto slots = std::make_shared<std::vector<BlockSlot>>();
+  {
+    // Strings reach the job through the heap (see the NOTE on OffloadJob).
+    auto names =
+        std::make_shared<std::pair<std::string, std::string>>(ctx.request.bucket, codec_name);
+    store::ObjectStore* store = &ctx.store;
+    OffloadJob job_ = OffloadJob::Start(pool, [this, store, names, req, slots] {
+      ProbeBlocks(*store, names->first, *req, names->second, slots.get());
+    });
+    co_await job_.Wait(ctx.executor);
+  }
+
+  // Plan the items, layer-major.
+  const uint32_t nb = static_cast<uint32_t>(req->block_keys.size());
+  const Components comps = req->components;
+  std::vector<Item> items;
+  items.reserve(size_t{nb} * req->layer_count);
+  double first_layer_bytes = 0;
+  for (uint32_t li = 0; li < req->layer_count; ++li) {
+    uint16_t layer = static_cast<uint16_t>(req->layer_first + li);
+    for (uint32_t b = 0; b < nb; ++b) {
+      Item it;
+      it.layer = layer;
+      it.block = b;
+      it.frame_head = b == 0;
+      it.last_of_layer = b + 1 == nb;
+      const BlockSlot& s = (*slots)[b];
+      it.record = BlockRecord{s.status, DigestKind::kNone, 0, 0, Digest{}};
+      if (s.status == BlockStatus::kPresent) {
+        it.entry = s.view.Find(layer);
+        if (!it.entry) {
+          it.record.status = BlockStatus::kLayerNotHeld;
+        } else {
+          it.read_len = it.entry->k_len + it.entry->v_len;
+          it.record.k_len = comps == Components::kV ? 0 : it.entry->k_len;
+          it.record.v_len = comps == Components::kK ? 0 : it.entry->v_len;
+          it.record.digest_kind =
+              comps == Components::kKV ? DigestKind::kLayer : DigestKind::kSection;
+          it.record.digest = it.entry->digest;
+          if (li == 0) first_layer_bytes += double(it.record.k_len + it.record.v_len);
+        }
+      }
+      items.push_back(it);
+    }
+  }
+
+  // Cut windows: consecutive items with at most window_bytes of data (at least one item).
+  std::vector<std::pair<size_t, size_t>> windows;
+  for (size_t i = 0; i < items.size();) {
+    size_t j = i;
+    uint64_t bytes = 0;
+    while (j < items.size() && (j == i || bytes + items[j].read_len <= options.window_bytes)) {
+      bytes += items[j].read_len;
+      ++j;
+    }
+    windows.emplace_back(i, j);
+    i = j;
+  }
+  auto items_ptr = std::make_shared<std::vector<Item>>(std::move(items));
+
+  // Builds window w's planned buffer and starts its reads on the pool.
+  auto start_window = [&, items_ptr](size_t w, std::shared_ptr<Window> win) {
+    auto [a, b] = windows[w];
+    uint64_t out = 0, scratch = 0;
+    for (size_t i = a; i < b; ++i) {
+      Item& it = (*items_ptr)[i];
+      if (it.frame_head) out += kLayerFrameHeadBytes;
+      it.out_offset = out;
+      out += kBlockRecordBytes + it.record.k_len + it.record.v_len;
+      if (it.read_len && comps != Components::kKV) {
+        it.scratch_offset = scratch;
+        scratch += it.read_len;
+      }
+    }
+    win->items.assign(items_ptr->begin() + a, items_ptr->begin() + b);
+    win->out.resize(out);
+    win->scratch.resize(scratch);
+    win->reads.clear();
+    win->last = b == items_ptr->size();
+    for (Item& it : win->items) {
+      if (!it.read_len) continue;
+      store::RangeRead rr;
+      rr.reader = (*slots)[it.block].reader.get();
+      rr.offset = it.entry->k.offset;
+      rr.out =
+          comps == Components::kKV
+              ? std::span<uint8_t>(win->out.data() + it.out_offset + kBlockRecordBytes, it.read_len)
+              : std::span<uint8_t>(win->scratch.data() + it.scratch_offset, it.read_len);
+      win->reads.push_back(std::move(rr));
+    }
+    return OffloadJob::Start(pool,
+                             [win, slots, &store = ctx.store] { store.ReadMany(win->reads); });
+  };
+
+  s3::HeaderList stream_headers = {{"Content-Type", kStreamContentType}};
+  Status st = co_await ctx.response.Start(200, std::move(stream_headers), std::nullopt);
+  if (!st.ok()) co_return;
+  Bytes head;
+  StreamHeader sh{comps,
+                  req->codec,
+                  static_cast<uint16_t>(req->layer_first),
+                  static_cast<uint16_t>(req->layer_count),
+                  nb,
+                  req->compat_id,
+                  req->scope_id};
+  EncodeStreamHeader(sh, &head);
+  st = co_await ctx.response.Write(head);
+  if (!st.ok()) co_return;
+
+  const bool paced = options.bandwidth_cap > 0;
+  const uint64_t id = next_id.fetch_add(1);
+  if (paced) {
+    sched::Demand d;
+    d.id = id;
+    d.bytes_per_layer = std::max(1.0, first_layer_bytes);
+    d.compute_per_layer = double(req->compute_us_per_layer) * 1e-6;
+    d.stall_target = double(req->stall_target_us) * 1e-6;
+    d.layers_remaining = req->layer_count;
+    std::lock_guard<std::mutex> lock(sched_mu);
+    (void)scheduler.Admit(d, NowSeconds());
+  }
+  sched::Pacer pacer;
+
+  auto cur = std::make_shared<Window>();
+  auto next = std::make_shared<Window>();
+  OffloadJob job = start_window(0, cur);
+  bool ok = true;
+  for (size_t w = 0; w < windows.size() && ok; ++w) {
+    co_await job.Wait(ctx.executor);
+    if (w + 1 < windows.size()) job = start_window(w + 1, next);
+    // Finalize records, verifying k/v-only sections, and compact around failed reads.
+    Window& win = *cur;
+    size_t read_idx = 0;
+    uint64_t cursor = 0;
+    for (Item& it : win.items) {
+      if (it.frame_head) {
+        Bytes fh;
+        EncodeLayerFrameHead(it.layer, nb, &fh);
+        std::memcpy(win.out.data() + cursor, fh.data(), fh.size());
+        cursor += fh.size();
+      }
+      BlockRecord rec = it.record;
+      const uint8_t* data = nullptr;
+      if (it.read_len) {
+        const store::RangeRead& rr = win.reads[read_idx++];
+        if (!rr.result.ok() || *rr.result != it.read_len) {
+          rec = BlockRecord{BlockStatus::kReadError, DigestKind::kNone, 0, 0, Digest{}};
+        } else if (comps == Components::kKV) {
+          data = win.out.data() + it.out_offset + kBlockRecordBytes;
+        } else {
+          const uint8_t* kv = win.scratch.data() + it.scratch_offset;
+          ByteSpan k(kv, it.entry->k_len), v(kv + it.entry->k_len, it.entry->v_len);
+          if (!kvsp::VerifyLayer((*slots)[it.block].view, it.layer, k, v).ok()) {
+            rec = BlockRecord{BlockStatus::kCorrupt, DigestKind::kNone, 0, 0, Digest{}};
+          } else {
+            data = comps == Components::kK ? k.data() : v.data();
+            rec.digest = Sha256::Hash(comps == Components::kK ? k : v);
+          }
+        }
+      }
+      Bytes rb;
+      EncodeBlockRecord(rec, &rb);
+      std::memcpy(win.out.data() + cursor, rb.data(), rb.size());
+      cursor += rb.size();
+      uint64_t len = rec.k_len + rec.v_len;
+      if (data && len) {
+        if (data != win.out.data() + cursor) std::memmove(win.out.data() + cursor, data, len);
+        cursor += len;
+      }
+    }
+    if (win.last) {
+      Bytes end;
+      EncodeEndFrame(0, &end);
+      win.out.resize(cursor);
+      win.out.insert(win.out.end(), end.begin(), end.end());
+      cursor = win.out.size();
+    }
+    if (paced) {
+      double rate;
+      {
+        std::lock_guard<std::mutex> lock(sched_mu);
+        rate = scheduler.RateOf(id);
+      }
+      double at = pacer.Reserve(NowSeconds(), double(cursor), rate);
+      co_await SleepUntil(ctx.executor, at);
+    }
+    st = co_await ctx.response.Write(ByteSpan(win.out.data(), cursor));
+    if (!st.ok()) ok = false;
+    if (paced) {
+      std::lock_guard<std::mutex> lock(sched_mu);
+      for (const Item& it : win.items)
+        if (it.last_of_layer) (void)scheduler.LayerDelivered(id, NowSeconds());
+    }
+    std::swap(cur, next);
+  }
+  co_await job.Wait(ctx.executor);  // never leave a read running on freed state
+  if (paced) {
+    std::lock_guard<std::mutex> lock(sched_mu);
+    (void)scheduler.Finish(id, NowSeconds());
+  }
+  if (ok) co_await ctx.response.Finish();
+}
+
+Awaitable<void> Service::Impl::AggregatePut(ExtensionContext& ctx) {
+  Bytes hb(kPutHeaderBytes);
+  auto n = co_await ReadFull(ctx.body, hb);
+  if (!n.ok()) {
+    co_await BadRequest(ctx, n.status());
+    co_return;
+  }
+  hb.resize(*n);
+  auto header = ParsePutHeader(hb);
+  if (!header.ok()) {
+    co_await BadRequest(ctx, header.status());
+    co_return;
+  }
+  auto bucket_ok = ctx.store.HeadBucket(ctx.request.bucket);
+  if (!bucket_ok.ok()) {
+    co_await StoreError(ctx, bucket_ok.status());
+    co_return;
+  }
+  nlohmann::json results = nlohmann::json::array();
+  std::vector<Digest> chain;
+  std::optional<Digest> chain_compat;
+  bool chain_ok = true;
+  uint32_t stored = 0;
+  for (uint32_t i = 0; i < header->count; ++i) {
+    uint8_t lb[8];
+    n = co_await ReadFull(ctx.body, lb);
+    if (!n.ok() || *n != 8) {
+      co_await BadRequest(ctx,
+                          n.ok() ? InvalidArgument("aggregate put: body truncated") : n.status());
+      co_return;
+    }
+    uint64_t len = LoadBe64(lb);
+    if (len > kMaxPutContainerBytes || len < kvsp::kFixedHeaderBytes) {
+      co_await BadRequest(ctx, InvalidArgument("aggregate put: container length out of range"));
+      co_return;
+    }
+    auto cont = std::make_shared<Bytes>(len);
+    n = co_await ReadFull(ctx.body, *cont);
+    if (!n.ok() || *n != len) {
+      co_await BadRequest(ctx,
+                          n.ok() ? InvalidArgument("aggregate put: body truncated") : n.status());
+      co_return;
+    }
+    nlohmann::json r;
+    r["index"] = i;
+    // Verify (every digest) and store atomically, off the connection thread.
+    auto outcome = std::make_shared<Result<std::pair<kvsp::ContainerView, std::string>>>(
+        Status(Code::kInternal, "not run"));
+    {
+      auto bucket = std::make_shared<std::string>(ctx.request.bucket);
+      store::ObjectStore* store_ptr = &ctx.store;
+      Digest scope = header->scope_id;
+      OffloadJob job_ = OffloadJob::Start(pool, [cont, outcome, store_ptr, bucket, scope]() {
+        store::ObjectStore& store = *store_ptr;
+        auto view = kvsp::DecodeContainer(*cont);
+        if (!view.ok()) {
+          *outcome = view.status();
+          return;
+        }
+        std::string key = BlockObjectKey(scope, view->header.compat_id, view->header.block_key,
+                                         kvsp::CodecName(view->header.codec));
+        store::PutOptions po;
+        po.content_type = kContainerContentType;
+        po.expected_size = cont->size();
+        auto w = store.Put(*bucket, key, po);
+        if (!w.ok()) {
+          *outcome = w.status();
+          return;
+        }
+        Status s = (*w)->Write(*cont);
+        if (!s.ok()) {
+          *outcome = s;
+          return;
+        }
+        auto meta = (*w)->Commit();
+        if (!meta.ok()) {
+          *outcome = meta.status();
+          return;
+        }
+        *outcome = std::make_pair(std::move(*view), key);
+      });
+      co_await job_.Wait(ctx.executor);
+    }
+    if (outcome->ok()) {
+      const auto& [view, key] = **outcome;
+      r["status"] = "ok";
+      r["key"] = key;
+      r["block_key"] = ToHex(view.header.block_key);
+      ++stored;
+      if (chain_compat && *chain_compat != view.header.compat_id) chain_ok = false;
+      chain_compat = view.header.compat_id;
+      chain.push_back(view.header.block_key);
+    } else {
+      r["status"] = "error";
+      r["message"] = outcome->status().message();
+      chain_ok = false;
+    }
+    results.push_back(std::move(r));
+  }
+  nlohmann::json resp;
+  resp["stored"] = stored;
+  resp["blocks"] = std::move(results);
+  if (header->flags & kPutFlagPrefixRecord) {
+    if (chain_ok && !chain.empty()) {
+      PrefixRecord rec{*chain_compat, chain.back(), chain};
+      std::string key = PrefixRecordKey(header->scope_id, rec.compat_id, rec.anchor_key);
+      std::string text = EncodePrefixRecord(rec);
+      auto w = ctx.store.Put(ctx.request.bucket, key, {});
+      Status s = w.ok() ? (*w)->Write(AsBytes(text)) : w.status();
+      if (s.ok()) s = (*w)->Commit().status();
+      if (s.ok()) {
+        resp["prefix_record"] = key;
+      } else {
+        resp["prefix_record_error"] = s.message();
+      }
+    } else {
+      resp["prefix_record_error"] = "not every container was stored, or compat_ids differ";
+    }
+  }
+  std::string text = resp.dump();
+  s3::HeaderList json_headers = {{"Content-Type", "application/json"}};
+  Status s = co_await ctx.response.Start(200, std::move(json_headers), text.size());
+  if (!s.ok()) co_return;
+  s = co_await ctx.response.Write(AsBytes(text));
+  if (!s.ok()) co_return;
+  co_await ctx.response.Finish();
+}
+
+// Splits "/_kvsp/<kind>/<compat>/<key>" into compat and key; false when malformed.
+static bool SplitKvspPath(std::string_view path, std::string_view prefix, Digest* compat,
+                          Digest* key) {
+  if (path.substr(0, prefix.size()) != prefix) return false;
+  std::string_view rest = path.substr(prefix.size());
+  size_t slash = rest.find('/');
+  if (slash == std::string_view::npos) return false;
+  std::string_view c = rest.substr(0, slash), k = rest.substr(slash + 1);
+  if (!IsHex64(c) || !IsHex64(k)) return false;
+  *compat = ParseHex64(c);
+  *key = ParseHex64(k);
+  return true;
+}
+
+Awaitable<void> Service::Impl::KvspBlock(ExtensionContext& ctx) {
+  const auto& rq = ctx.request;
+  Digest compat, key;
+  if (!SplitKvspPath(rq.path, kKvspBlocksPrefix, &compat, &key)) {
+    co_await PlainError(ctx, 400, "expected /_kvsp/blocks/<compat_id>/<block_key> (64 hex each)");
+    co_return;
+  }
+  auto scope_h = rq.Header("KVSP-Scope-ID");
+  if (!scope_h || !IsHex64(*scope_h)) {
+    co_await PlainError(ctx, 400, "KVSP-Scope-ID header (64 lowercase hex) required");
+    co_return;
+  }
+  Digest scope = ParseHex64(*scope_h);
+  std::string codec_name(rq.Query("codec").value_or("raw"));
+  auto codec = kvsp::CodecFromName(codec_name);
+  if (!codec.ok()) {
+    co_await PlainError(ctx, 400, "unknown codec");
+    co_return;
+  }
+  std::optional<std::pair<uint32_t, uint32_t>> range;
+  if (auto l = rq.Query("layers")) {
+    size_t dash = l->find('-');
+    uint32_t a = 0, b = 0;
+    bool good = dash != std::string_view::npos && dash > 0 && dash + 1 < l->size();
+    if (good) {
+      auto parse = [](std::string_view s, uint32_t* out) {
+        if (s.empty() || s.size() > 5) return false;
+        uint32_t v = 0;
+        for (char c : s) {
+          if (c < '0' || c > '9') return false;
+          v = v * 10 + uint32_t(c - '0');
+        }
+        *out = v;
+        return v < kLayerLimit;
+      };
+      good = parse(l->substr(0, dash), &a) && parse(l->substr(dash + 1), &b) && a <= b;
+    }
+    if (!good) {
+      co_await PlainError(ctx, 400, "layers must be a-b (inclusive, a <= b)");
+      co_return;
+    }
+    range = std::make_pair(a, b);
+  }
+  std::shared_ptr<const store::ObjectReader> reader;
+  {
+    auto r = ctx.store.Open(options.kv_bucket, BlockObjectKey(scope, compat, key, codec_name));
+    if (!r.ok()) {
+      if (!r.status().Is(store::StoreError::kNoSuchKey) &&
+          !r.status().Is(store::StoreError::kNoSuchBucket)) {
+        co_await PlainError(ctx, 500, r.status().message());
+        co_return;
+      }
+      store::ListOptions lo;
+      lo.prefix = BlockObjectKeyPrefix(scope, compat, key);
+      lo.max_keys = 1;
+      auto other = ctx.store.List(options.kv_bucket, lo);
+      bool held = other.ok() && !other->objects.empty();
+      co_await PlainError(ctx, held ? 406 : 404,
+                          held ? "codec not available for this block" : "block not held");
+      co_return;
+    }
+    reader = *r;
+  }
+  if (reader->meta().size > kMaxServedContainerBytes) {
+    co_await PlainError(ctx, 500, "container too large to serve");
+    co_return;
+  }
+  // Read and verify the whole container (KiB..MiB), off the connection thread.
+  auto whole = std::make_shared<Bytes>(reader->meta().size);
+  auto view = std::make_shared<Result<kvsp::ContainerView>>(Status(Code::kInternal, "not run"));
+  {
+    OffloadJob job_ = OffloadJob::Start(pool, [reader, whole, view] {
+      auto n = reader->ReadAt(0, *whole);
+      if (!n.ok()) {
+        *view = n.status();
+        return;
+      }
+      if (*n != whole->size()) {
+        *view = IoError("short read");
+        return;
+      }
+      *view = kvsp::DecodeContainer(*whole);
+    });
+    co_await job_.Wait(ctx.executor);
+  }
+  if (!view->ok() || (*view)->header.compat_id != compat || (*view)->header.block_key != key) {
+    co_await PlainError(ctx, 500, "stored container failed verification");
+    co_return;
+  }
+  const kvsp::ContainerView& v = **view;
+  uint32_t first = v.header.layer_first, last = first + v.header.layer_count - 1;
+  Bytes sub;
+  ByteSpan send = *whole;
+  std::string etag = "\"" + ToHex(key) + "." + codec_name + "\"";
+  if (range && (range->first != first || range->second != last)) {
+    if (range->first < first || range->second > last) {
+      co_await PlainError(ctx, 416, "layer range not held");
+      co_return;
+    }
+    std::vector<kvsp::LayerSections> secs;
+    for (uint32_t l = range->first; l <= range->second; ++l) {
+      auto lb = kvsp::LayerBytes(v, *whole, l);
+      if (!lb.ok()) {
+        co_await PlainError(ctx, 500, lb.status().message());
+        co_return;
+      }
+      secs.push_back(*lb);
+    }
+    kvsp::ContainerHeader h = v.header;
+    h.layer_first = static_cast<uint16_t>(range->first);
+    auto enc = kvsp::EncodeContainer(h, secs);
+    if (!enc.ok()) {
+      co_await PlainError(ctx, 500, enc.status().message());
+      co_return;
+    }
+    sub = std::move(*enc);
+    send = sub;
+    etag = "\"" + ToHex(key) + "." + codec_name + "." + std::to_string(range->first) + "-" +
+           std::to_string(range->second) + "\"";
+  }
+  s3::HeaderList block_headers = {{"Content-Type", kContainerContentType},
+                                  {"ETag", etag},
+                                  {"Cache-Control", "public, max-age=31536000, immutable"}};
+  Status s = co_await ctx.response.Start(200, std::move(block_headers), send.size());
+  if (!s.ok() || rq.method == "HEAD") {
+    if (s.ok()) co_await ctx.response.Finish();
+    co_return;
+  }
+  for (size_t off = 0; off < send.size(); off += kKvspChunkBytes) {
+    s = co_await ctx.response.Write(
+        send.subspan(off, std::min(kKvspChunkBytes, send.size() - off)));
+    if (!s.ok()) co_return;
+  }
+  co_await ctx.response.Finish();
+}
+
+Awaitable<void> Service::Impl::KvspPrefix(ExtensionContext& ctx) {
+  const auto& rq = ctx.request;
+  Digest compat, anchor;
+  if (!SplitKvspPath(rq.path, kKvspPrefixPrefix, &compat, &anchor)) {
+    co_await PlainError(ctx, 400, "expected /_kvsp/prefix/<compat_id>/<anchor_key> (64 hex each)");
+    co_return;
+  }
+  auto scope_h = rq.Header("KVSP-Scope-ID");
+  if (!scope_h || !IsHex64(*scope_h)) {
+    co_await PlainError(ctx, 400, "KVSP-Scope-ID header (64 lowercase hex) required");
+    co_return;
+  }
+  Digest scope = ParseHex64(*scope_h);
+  std::string codec_name(rq.Query("codec").value_or("raw"));
+  if (!kvsp::CodecFromName(codec_name).ok()) {
+    co_await PlainError(ctx, 400, "unknown codec");
+    co_return;
+  }
+  uint64_t from = 1;
+  if (auto f = rq.Query("from")) {
+    from = 0;
+    if (f->empty() || f->size() > 6) from = 0;
+    for (char c : *f) from = (c >= '0' && c <= '9') ? from * 10 + uint64_t(c - '0') : 0;
+    if (from == 0) {
+      co_await PlainError(ctx, 400, "from must be a block index >= 1");
+      co_return;
+    }
+  }
+  auto rec_reader = ctx.store.Open(options.kv_bucket, PrefixRecordKey(scope, compat, anchor));
+  if (!rec_reader.ok()) {
+    co_await PlainError(ctx, 404, "no prefix record for this anchor");
+    co_return;
+  }
+  if ((*rec_reader)->meta().size > kMaxPrefixRecordBytes) {
+    co_await PlainError(ctx, 500, "prefix record too large");
+    co_return;
+  }
+  Bytes text((*rec_reader)->meta().size);
+  auto rn = (*rec_reader)->ReadAt(0, text);
+  auto rec = rn.ok() ? ParsePrefixRecord(AsStringView(ByteSpan(text.data(), *rn)))
+                     : Result<PrefixRecord>(rn.status());
+  if (!rec.ok() || rec->compat_id != compat || rec->anchor_key != anchor) {
+    co_await PlainError(ctx, 500, "prefix record is damaged");
+    co_return;
+  }
+  if (from > rec->block_keys.size()) {
+    co_await PlainError(ctx, 416, "from is past the anchor");
+    co_return;
+  }
+  std::vector<std::shared_ptr<const store::ObjectReader>> readers;
+  uint64_t total = 0;
+  for (size_t i = from - 1; i < rec->block_keys.size(); ++i) {
+    auto r = ctx.store.Open(options.kv_bucket,
+                            BlockObjectKey(scope, compat, rec->block_keys[i], codec_name));
+    if (!r.ok()) {
+      co_await PlainError(ctx, 404, "block " + std::to_string(i + 1) + " of the prefix not held");
+      co_return;
+    }
+    if ((*r)->meta().size > kMaxServedContainerBytes) {
+      co_await PlainError(ctx, 500, "container too large to serve");
+      co_return;
+    }
+    total += (*r)->meta().size;
+    readers.push_back(*r);
+  }
+  s3::HeaderList prefix_headers = {{"Content-Type", "application/vnd.kvsp.container-stream"}};
+  Status s = co_await ctx.response.Start(200, std::move(prefix_headers), total);
+  if (!s.ok()) co_return;
+  for (size_t i = 0; i < readers.size(); ++i) {
+    auto whole = std::make_shared<Bytes>(readers[i]->meta().size);
+    auto ok = std::make_shared<Status>();
+    Digest want_key = rec->block_keys[from - 1 + i];
+    {
+      OffloadJob job_ = OffloadJob::Start(pool, [r = readers[i], whole, ok, compat, want_key] {
+        auto n = r->ReadAt(0, *whole);
+        if (!n.ok() || *n != whole->size()) {
+          *ok = IoError("short read");
+          return;
+        }
+        auto v = kvsp::DecodeContainer(*whole);
+        if (!v.ok())
+          *ok = v.status();
+        else if (v->header.compat_id != compat || v->header.block_key != want_key)
+          *ok = Corruption("container stored under the wrong name");
+      });
+      co_await job_.Wait(ctx.executor);
+    }
+    if (!ok->ok()) co_return;  // abort: the client sees a truncated body, never bad bytes
+    s = co_await ctx.response.Write(*whole);
+    if (!s.ok()) co_return;
+  }
+  co_await ctx.response.Finish();
+}
+
+Service::Service(ServiceOptions options) : impl_(std::make_unique<Impl>(std::move(options))) {}
+Service::~Service() = default;
+
+std::vector<s3::Extension> Service::Extensions() {
+  Impl* impl = impl_.get();
+  std::vector<s3::Extension> ext;
+  ext.push_back(s3::Extension{"objcache-aggregate", s3::ExtensionAuth::kSigV4,
+                              [](const s3::ExtensionRequest& r) {
+                                return r.method == "POST" && !r.bucket.empty() && r.key.empty() &&
+                                       r.HasQuery(kAggregateQuery);
+                              },
+                              [impl](ExtensionContext& ctx) { return impl->AggregateGet(ctx); }});
+  ext.push_back(s3::Extension{"objcache-aggregate-put", s3::ExtensionAuth::kSigV4,
+                              [](const s3::ExtensionRequest& r) {
+                                return r.method == "POST" && !r.bucket.empty() && r.key.empty() &&
+                                       r.HasQuery(kAggregatePutQuery);
+                              },
+                              [impl](ExtensionContext& ctx) { return impl->AggregatePut(ctx); }});
+  ext.push_back(s3::Extension{"kvsp-blocks", s3::ExtensionAuth::kNone,
+                              [](const s3::ExtensionRequest& r) {
+                                return (r.method == "GET" || r.method == "HEAD") &&
+                                       r.path.rfind(kKvspBlocksPrefix, 0) == 0;
+                              },
+                              [impl](ExtensionContext& ctx) { return impl->KvspBlock(ctx); }});
+  ext.push_back(s3::Extension{"kvsp-prefix", s3::ExtensionAuth::kNone,
+                              [](const s3::ExtensionRequest& r) {
+                                return r.method == "GET" && r.path.rfind(kKvspPrefixPrefix, 0) == 0;
+                              },
+                              [impl](ExtensionContext& ctx) { return impl->KvspPrefix(ctx); }});
+  return ext;
+}
+
+}  // namespace kvcs::objcache
