@@ -99,7 +99,7 @@ class QuicStream : public transport::Stream {
       // connection window; return them (ngtcp2 credits only what it had not delivered).
       if (dropped) ngtcp2_conn_extend_max_offset(c_->conn_, dropped);
     }
-    c_->sweep_.push_back(this);
+    c_->sweep_.push_back(id_);
     c_->ScheduleFlush();
   }
 
@@ -116,7 +116,7 @@ class QuicStream : public transport::Stream {
     if (fin_received_ && recv_.Readable() == 0) {
       if (!read_finished_) {
         read_finished_ = true;
-        c_->sweep_.push_back(this);
+        c_->sweep_.push_back(id_);
         c_->ScheduleFlush();
       }
       return true;
@@ -431,7 +431,7 @@ int Connection::OnStreamClose(uint32_t flags, int64_t id, uint64_t code, void* s
   s->transport_closed_ = true;
   s->send_.Clear();  // ngtcp2 no longer references the bytes
   s->write_closed_ = true;
-  sweep_.push_back(s);
+  sweep_.push_back(s->id_);
   return 0;
 }
 
@@ -442,7 +442,7 @@ int Connection::OnStreamReset(int64_t id, uint64_t code, void* sud) {
   size_t dropped = s->recv_.Clear();
   if (dropped) ngtcp2_conn_extend_max_offset(conn_, dropped);
   Push(Ev::kReset, id, code);
-  sweep_.push_back(s);
+  sweep_.push_back(s->id_);
   return 0;
 }
 
@@ -728,11 +728,13 @@ void Connection::DispatchEvents() {
 
 void Connection::SweepStreams() {
   if (sweep_.empty()) return;
-  std::vector<QuicStream*> candidates;
+  // Ids, not pointers: a stream may be listed twice and is freed on its first turn.
+  std::vector<int64_t> candidates;
   candidates.swap(sweep_);
-  for (QuicStream* s : candidates) {
-    auto it = streams_.find(s->id_);
-    if (it == streams_.end() || it->second.get() != s) continue;
+  for (int64_t id : candidates) {
+    auto it = streams_.find(id);
+    if (it == streams_.end()) continue;
+    QuicStream* s = it->second.get();
     if (!s->transport_closed_ || !s->ReadDone()) continue;
     if (s->visitor_) s->visitor_->OnStreamClosed();
     bool remote = !ngtcp2_conn_is_local_stream(conn_, s->id_);

@@ -193,7 +193,7 @@ class Connection : public QuicClientSession {
   std::unordered_map<int64_t, std::unique_ptr<QuicStream>> streams_;
   std::deque<int64_t> incoming_bidi_, incoming_uni_;
   std::deque<QuicStream*> sendq_;
-  std::vector<QuicStream*> sweep_;  // streams that may be finished
+  std::vector<int64_t> sweep_;  // ids of streams that may be finished
   std::deque<std::vector<uint8_t>> dgram_tx_;
   std::deque<std::vector<uint8_t>> dgram_rx_;
   std::vector<std::vector<uint8_t>> dgram_free_;  // recycled datagram buffers

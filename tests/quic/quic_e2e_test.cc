@@ -291,11 +291,23 @@ TEST(QuicE2E, FlowControlStallResumes) {
   auto c = ConnectReady(loop, cfg);
   ASSERT_TRUE(c && c->visitor.ready);
   constexpr uint64_t kSize = 8 << 20;
+  std::vector<std::shared_ptr<SinkStream>> uni;
+  c->visitor.on_uni = [&] {
+    while (Stream* s = c->session->AcceptIncomingUnidirectionalStream()) {
+      uni.push_back(Attach(s, std::make_shared<SinkStream>(s)));
+      uni.back()->OnCanRead();
+    }
+  };
   auto paused = OpenSend(*c->session, 'P', kSize, 5);  // server does not read it yet
-  // The writer must suspend: the server grants no credit while it does not read.
+  // The server confirms it stopped reading; our writer must then suspend, as the server grants
+  // no more credit (window 256 KiB) and our send buffer (1 MiB) fills.
+  ASSERT_TRUE(loop.RunUntil([&] { return !uni.empty() && uni[0]->fin; }, "server paused"));
+  EXPECT_EQ(std::string(uni[0]->data.begin(), uni[0]->data.end()), "paused");
   ASSERT_TRUE(loop.RunUntil([&] { return paused->blocked_count > 0; }, "writer suspended"));
   uint64_t sent_when_blocked = paused->sent;
   EXPECT_LT(sent_when_blocked, kSize);
+  ASSERT_TRUE(paused->s_ != nullptr);
+  EXPECT_FALSE(paused->s_->CanWrite());
   auto go = OpenSend(*c->session, 'G', 0, 0);
   ASSERT_TRUE(loop.RunUntil([&] { return paused->reply_fin; }, "resumed transfer"));
   ExpectDigestReply(paused, kSize);

@@ -80,7 +80,8 @@ class PayloadGen {
 // The scripted server application. Each client-opened stream starts with one command byte:
 //   'D' digest: read to FIN, reply u64 count + SHA-256, FIN (on a uni stream: reply on a new
 //       server uni stream: u64 client stream id, u64 count, digest).
-//   'P' like 'D' but stop reading until a 'G' stream arrives (flow-control stall).
+//   'P' like 'D' but stop reading until a 'G' stream arrives (flow-control stall); announces
+//       the pause on a new server uni stream carrying "paused".
 //   'G' resume every paused stream; reply FIN.
 //   'R' + u64 code: reset our write side with `code` (RESET_STREAM).
 //   'S' + u64 code: send STOP_SENDING(code), then FIN our write side.
@@ -260,6 +261,10 @@ inline void ServerStream::OnCanRead() {
           // Registered with the session visitor so a 'G' stream can resume us.
           for (auto& v : app_->visitors_) {
             if (v->s_ == session_) v->paused_.push_back(s_->GetStreamId());
+          }
+          // Tell the client (reliably) that this stream is now stalled on purpose.
+          if (Stream* u = session_->OpenOutgoingUnidirectionalStream()) {
+            (void)u->Write(AsBytes(std::string("paused")), true);
           }
           return;
         }
