@@ -1,5 +1,8 @@
 // kvcs unpack: a packed directory (containers + index.json) -> a safetensors KV cache. Every
 // container is decoded and verified before it is used; the first failure names the file.
+#include <unistd.h>
+
+#include <cstdio>
 #include <iostream>
 
 #include "cli/cli_util.h"
@@ -25,7 +28,17 @@ int RunUnpack(const UnpackArgs& a) {
       return Fail(kCmd, k.status().message(), "pass the key the directory was packed with");
     key = *k;
   }
-  auto r = tensorio::UnpackDirectory(a.dir, a.out, key);
+  tensorio::Progress progress;
+  if (::isatty(2)) {
+    progress = [](uint64_t done, uint64_t total) {
+      if (done == total || done % 16 == 0) {
+        std::fprintf(stderr, "\r  verified %llu/%llu containers", (unsigned long long)done,
+                     (unsigned long long)total);
+        if (done == total) std::fprintf(stderr, "\n");
+      }
+    };
+  }
+  auto r = tensorio::UnpackDirectory(a.dir, a.out, key, progress);
   if (!r.ok()) {
     std::string hint = "nothing was written; ";
     if (r.status().Is(tensorio::KvCacheError::kBadIndex) || r.status().code() == Code::kNotFound) {
