@@ -4,6 +4,8 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <mutex>
 
@@ -286,7 +288,10 @@ Awaitable<void> Service::Impl::AggregateGet(ExtensionContext& ctx) {
         std::make_shared<std::pair<std::string, std::string>>(ctx.request.bucket, codec_name);
     store::ObjectStore* store = &ctx.store;
     OffloadJob job_ = OffloadJob::Start(pool, [this, store, names, req, slots] {
+      double t0 = NowSeconds();
       ProbeBlocks(*store, names->first, *req, names->second, slots.get());
+      if (std::getenv("KVCS_OBJCACHE_TRACE"))
+        std::fprintf(stderr, "probe %.2f ms\n", (NowSeconds() - t0) * 1e3);
     });
     co_await job_.Wait(ctx.executor);
   }
@@ -354,10 +359,11 @@ Awaitable<void> Service::Impl::AggregateGet(ExtensionContext& ctx) {
       }
     }
     win->items.assign(items_ptr->begin() + a, items_ptr->begin() + b);
+    win->last = b == items_ptr->size();
+    if (win->last) out += kEndFrameBytes;  // room for the end frame: no reallocation later
     win->out.resize(out);
     win->scratch.resize(scratch);
     win->reads.clear();
-    win->last = b == items_ptr->size();
     for (Item& it : win->items) {
       if (!it.read_len) continue;
       store::RangeRead rr;
@@ -407,7 +413,9 @@ Awaitable<void> Service::Impl::AggregateGet(ExtensionContext& ctx) {
   OffloadJob job = start_window(0, cur);
   bool ok = true;
   for (size_t w = 0; w < windows.size() && ok; ++w) {
+    double tw0 = NowSeconds();
     co_await job.Wait(ctx.executor);
+    double tw1 = NowSeconds();
     if (w + 1 < windows.size()) job = start_window(w + 1, next);
     // Finalize records, verifying k/v-only sections, and compact around failed reads.
     Window& win = *cur;
@@ -452,9 +460,8 @@ Awaitable<void> Service::Impl::AggregateGet(ExtensionContext& ctx) {
     if (win.last) {
       Bytes end;
       EncodeEndFrame(0, &end);
-      win.out.resize(cursor);
-      win.out.insert(win.out.end(), end.begin(), end.end());
-      cursor = win.out.size();
+      std::memcpy(win.out.data() + cursor, end.data(), end.size());
+      cursor += end.size();
     }
     if (paced) {
       double rate;
@@ -465,7 +472,12 @@ Awaitable<void> Service::Impl::AggregateGet(ExtensionContext& ctx) {
       double at = pacer.Reserve(NowSeconds(), double(cursor), rate);
       co_await SleepUntil(ctx.executor, at);
     }
+    double tw2 = NowSeconds();
     st = co_await ctx.response.Write(ByteSpan(win.out.data(), cursor));
+    if (std::getenv("KVCS_OBJCACHE_TRACE"))
+      std::fprintf(stderr, "win %zu wait-read %.2f ms finalize %.2f ms write %.2f ms (%zu B)\n", w,
+                   (tw1 - tw0) * 1e3, (tw2 - tw1) * 1e3, (NowSeconds() - tw2) * 1e3,
+                   size_t(cursor));
     if (!st.ok()) ok = false;
     if (paced) {
       std::lock_guard<std::mutex> lock(sched_mu);
