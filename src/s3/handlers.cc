@@ -1,6 +1,8 @@
 #include "s3/handlers.h"
 
 #include <algorithm>
+#include <memory>
+#include <mutex>
 
 #include "common/hex.h"
 #include "common/log.h"
@@ -19,6 +21,42 @@ constexpr std::string_view kXmlDecl = "<?xml version=\"1.0\" encoding=\"UTF-8\"?
 constexpr std::string_view kNs = " xmlns=\"http://s3.amazonaws.com/doc/2006-03-01/\"";
 // ListParts / ListMultipartUploads page size (S3's default and maximum).
 constexpr int kMaxListParts = 1000;
+// Streaming buffers kept for reuse: a fresh 1 MiB allocation per request costs page faults and
+// zeroing that dominate small GETs. Beyond this many idle buffers, extras are freed.
+constexpr size_t kMaxPooledBuffers = 64;
+
+// A kStreamBufferBytes buffer from a process-wide free list (uninitialized memory).
+class PooledBuffer {
+ public:
+  PooledBuffer() {
+    {
+      std::lock_guard<std::mutex> l(mu());
+      if (!free_list().empty()) {
+        buf_ = std::move(free_list().back());
+        free_list().pop_back();
+      }
+    }
+    if (!buf_) buf_.reset(new uint8_t[kStreamBufferBytes]);
+  }
+  ~PooledBuffer() {
+    std::lock_guard<std::mutex> l(mu());
+    if (free_list().size() < kMaxPooledBuffers) free_list().push_back(std::move(buf_));
+  }
+  PooledBuffer(const PooledBuffer&) = delete;
+  PooledBuffer& operator=(const PooledBuffer&) = delete;
+  std::span<uint8_t> span() { return {buf_.get(), kStreamBufferBytes}; }
+
+ private:
+  static std::mutex& mu() {
+    static std::mutex m;
+    return m;
+  }
+  static std::vector<std::unique_ptr<uint8_t[]>>& free_list() {
+    static auto* v = new std::vector<std::unique_ptr<uint8_t[]>>();
+    return *v;
+  }
+  std::unique_ptr<uint8_t[]> buf_;
+};
 
 std::string Tag(std::string_view name, std::string_view value) {
   std::string out = "<";
@@ -342,7 +380,8 @@ Awaitable<void> DeleteObjects(S3Context& ctx) {
 
 // Streams the request body into `writer`; returns the committed metadata.
 Awaitable<Result<ObjectMeta>> ReceiveInto(S3Context& ctx, store::ObjectWriter& writer) {
-  Bytes buf(kStreamBufferBytes);
+  PooledBuffer pooled;
+  std::span<uint8_t> buf = pooled.span();
   for (;;) {
     auto n = co_await ctx.body.Read(buf);
     if (!n.ok()) co_return n.status();
@@ -497,7 +536,8 @@ Awaitable<void> GetObject(S3Context& ctx) {
   // (the connection closes before Content-Length bytes), so a client never accepts bad bytes.
   bool verify = !partial && m.sha256.has_value();
   Sha256 sha;
-  Bytes buf(std::min<uint64_t>(kStreamBufferBytes, std::max<uint64_t>(length, 1)));
+  PooledBuffer pooled;
+  std::span<uint8_t> buf = pooled.span();
   uint64_t off = partial ? range.first : 0, left = length;
   while (left > 0) {
     size_t want = static_cast<size_t>(std::min<uint64_t>(left, buf.size()));
