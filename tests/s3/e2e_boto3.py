@@ -396,8 +396,40 @@ def test_malformed_xml(port):
             check(r.status == 400 and error_code(data) == code, "%s: %d %s" % (xml, r.status, data))
 
 
+def test_tls(kvcs):
+    """The same server over HTTPS (--tls-cert/--tls-key) with a throw-away self-signed cert."""
+    import shutil
+    import subprocess
+    import tempfile
+    if not shutil.which("openssl"):
+        print("e2e_boto3: openssl CLI missing; TLS check skipped")
+        return
+    d = tempfile.mkdtemp(prefix="kvcs-tls-")
+    cert, key = os.path.join(d, "cert.pem"), os.path.join(d, "key.pem")
+    subprocess.run(["openssl", "req", "-x509", "-newkey", "ec", "-pkeyopt",
+                    "ec_paramgen_curve:P-256", "-nodes", "-keyout", key, "-out", cert, "-days", "1",
+                    "-subj", "/CN=127.0.0.1", "-addext", "subjectAltName=IP:127.0.0.1"],
+                   check=True, capture_output=True)
+    with harness.Store(kvcs, tls=(cert, key)) as store:
+        import boto3
+        from botocore.config import Config
+        s3 = boto3.client("s3", endpoint_url=store.endpoint, region_name=harness.REGION,
+                          aws_access_key_id=harness.ACCESS_KEY,
+                          aws_secret_access_key=harness.SECRET_KEY, verify=cert,
+                          config=Config(signature_version="s3v4",
+                                        s3={"addressing_style": "path"}))
+        s3.create_bucket(Bucket="tls")
+        body = os.urandom(3 * 1024 * 1024 + 5)
+        s3.put_object(Bucket="tls", Key="k", Body=body)
+        check(sha(s3.get_object(Bucket="tls", Key="k")["Body"].read()) == sha(body), "TLS GET")
+        check(s3.get_object(Bucket="tls", Key="k", Range="bytes=10-19")["Body"].read() ==
+              body[10:20], "TLS range")
+    shutil.rmtree(d, ignore_errors=True)
+
+
 def main():
     kvcs = sys.argv[1]
+    test_tls(kvcs)
     with harness.Store(kvcs) as store:
         s3 = harness.boto_client(store.endpoint)
         test_buckets(s3)

@@ -35,7 +35,7 @@ def clean_env(home):
 class Store:
     """One `kvcs store` process. Use as a context manager."""
 
-    def __init__(self, kvcs, root=None, extra_keys=None):
+    def __init__(self, kvcs, root=None, extra_keys=None, tls=None):
         self.kvcs = kvcs
         self.tmp = tempfile.mkdtemp(prefix="kvcs-s3-e2e-")
         self.root = root or os.path.join(self.tmp, "root")
@@ -50,16 +50,18 @@ class Store:
                 f.write("[key %s]\nsecret = %s\n" % (k, s))
         self.proc = None
         self.port = None
+        self.tls = tls  # (cert_file, key_file) or None
 
     def start(self):
         self.proc = subprocess.Popen(
             [self.kvcs, "store", "--root", self.root, "--listen", "127.0.0.1:0", "--config",
-             self.config, "--io-threads", "4"],
+             self.config, "--io-threads", "4"] +
+            (["--tls-cert", self.tls[0], "--tls-key", self.tls[1]] if self.tls else []),
             stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=self.env, text=True)
         self.banner = []
         for line in self.proc.stdout:  # blocks until the server prints its address
             self.banner.append(line)
-            if "listening on http://" in line:
+            if "listening on http://" in line or "listening on https://" in line:
                 self.port = int(line.rsplit(":", 1)[1].split()[0])
                 break
         if self.port is None:
@@ -69,7 +71,7 @@ class Store:
 
     @property
     def endpoint(self):
-        return "http://127.0.0.1:%d" % self.port
+        return "%s://127.0.0.1:%d" % ("https" if self.tls else "http", self.port)
 
     def kill9(self):
         self.proc.send_signal(signal.SIGKILL)
