@@ -11,7 +11,6 @@
 #include <chrono>
 #include <condition_variable>
 #include <deque>
-#include <latch>
 #include <mutex>
 #include <random>
 #include <thread>
@@ -702,18 +701,27 @@ Result<ListUploadsPage> S3Client::ListMultipartUploads(std::string_view bucket,
 
 void S3Client::ParallelGet(std::span<RangeGet> ranges) {
   if (ranges.empty()) return;
-  std::latch done(static_cast<std::ptrdiff_t>(ranges.size()));
+  // Completion count guarded by a mutex: the last worker notifies while holding it, so this
+  // frame (and `batch`) cannot go away before the worker is done touching it.
+  struct Batch {
+    std::mutex mu;
+    std::condition_variable cv;
+    size_t remaining = 0;
+  } batch;
+  batch.remaining = ranges.size();
   {
     std::lock_guard lock(impl_->work_mu);
     for (RangeGet& rg : ranges) {
-      impl_->work.emplace_back([this, &rg, &done] {
+      impl_->work.emplace_back([this, &rg, &batch] {
         rg.result = GetRange(rg.bucket, rg.key, rg.offset, rg.out, rg.if_match);
-        done.count_down();
+        std::lock_guard done(batch.mu);
+        if (--batch.remaining == 0) batch.cv.notify_all();
       });
     }
   }
   impl_->work_cv.notify_all();
-  done.wait();
+  std::unique_lock lock(batch.mu);
+  batch.cv.wait(lock, [&] { return batch.remaining == 0; });
 }
 
 }  // namespace kvcs::s3client

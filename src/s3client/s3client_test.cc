@@ -12,6 +12,7 @@
 #include "s3client/errors.h"
 #include "s3client/s3_client.h"
 #include "s3client/signer.h"
+#include "s3client/store_factory.h"
 #include "s3client/xml_responses.h"
 
 namespace kvcs::s3client {
@@ -359,6 +360,39 @@ TEST(Responses, BadRangeAnswersAreRefused) {
     EXPECT_EQ(*r, 4u);
     EXPECT_EQ(std::string(out.begin(), out.end()), "abcd");
   }
+}
+
+}  // namespace
+}  // namespace kvcs::s3client
+
+namespace kvcs::s3client {
+namespace {
+
+TEST(StoreFactory, ParsesStrictConfig) {
+  BackendConfig c;
+  ASSERT_TRUE(ParseBackendConfig(R"({"backend":"s3","endpoint":"http://127.0.0.1:8000",
+      "access_key":"ak","secret_key":"sk","bucket_prefix":"kv-","parallel_gets":48,
+      "max_attempts":3,"attempt_timeout_ms":2000,"total_deadline_ms":9000,
+      "part_bytes":8388608,"multipart_threshold_bytes":16777216})",
+                                 &c)
+                  .ok());
+  EXPECT_EQ(c.backend, "s3");
+  EXPECT_EQ(c.s3.client.parallel_gets, 48);
+  EXPECT_EQ(c.s3.client.retry.max_attempts, 3);
+  EXPECT_EQ(c.s3.client.retry.total_deadline.count(), 9000);
+  EXPECT_EQ(c.s3.bucket_prefix, "kv-");
+  EXPECT_TRUE(FinishBackendConfig(&c).ok());
+  for (const char* bad :
+       {"[]", "{", R"({"backend":"ceph"})", R"({"endpont":"x"})", R"({"parallel_gets":0})",
+        R"({"parallel_gets":"8"})", R"({"part_bytes":1024})", R"({"max_attempts":100})"}) {
+    BackendConfig d;
+    EXPECT_FALSE(ParseBackendConfig(bad, &d).ok()) << bad;
+  }
+  BackendConfig no_endpoint;
+  no_endpoint.backend = "s3";
+  EXPECT_FALSE(FinishBackendConfig(&no_endpoint).ok());
+  BackendConfig local;
+  EXPECT_TRUE(FinishBackendConfig(&local).ok());  // local needs nothing
 }
 
 }  // namespace
