@@ -12,6 +12,13 @@
 #include "s3/config.h"
 #include "s3/server.h"
 #include "store/local_store.h"
+#if __has_include("s3client/store_factory.h")
+#include <algorithm>
+#include <filesystem>
+
+#include "s3client/store_factory.h"
+#define KVCS_STORE_HAS_S3_BACKEND 1
+#endif
 #if __has_include("objcache/service.h")
 #include "objcache/service.h"
 #define KVCS_STORE_HAS_OBJCACHE 1
@@ -27,7 +34,42 @@ struct StoreFlags {
   std::string tls_cert, tls_key;
   int io_threads = 4;
   double bandwidth_cap = 0;
+  // Where objects live (docs/protocols/s3-backend.md): "local" (ROOT) or "s3".
+  std::string backend = "local";
+  std::string backend_config;
+  std::string s3_endpoint, s3_access_key, s3_secret_key, s3_region, s3_bucket_prefix;
 };
+
+#ifdef KVCS_STORE_HAS_S3_BACKEND
+// The S3 backend from --backend-config and/or the --s3-* flags (flags win). Returns null with
+// *error set on failure, or null with no error when the configuration says "local".
+std::unique_ptr<store::ObjectStore> OpenS3Backend(const StoreFlags& f, std::string* desc,
+                                                  Status* error) {
+  s3client::BackendConfig c;
+  if (!f.backend_config.empty()) {
+    *error = s3client::LoadBackendConfigFile(f.backend_config, &c);
+    if (!error->ok()) return nullptr;
+  }
+  if (f.backend != "local") c.backend = f.backend;
+  if (!f.s3_endpoint.empty()) c.s3.client.endpoint = f.s3_endpoint;
+  if (!f.s3_access_key.empty()) c.s3.client.credentials.access_key = f.s3_access_key;
+  if (!f.s3_secret_key.empty()) c.s3.client.credentials.secret_key = f.s3_secret_key;
+  if (!f.s3_region.empty()) c.s3.client.credentials.region = f.s3_region;
+  if (!f.s3_bucket_prefix.empty()) c.s3.bucket_prefix = f.s3_bucket_prefix;
+  if (c.backend != "s3") return nullptr;
+  c.s3.client.parallel_gets = std::max(c.s3.client.parallel_gets, 32);
+  *error = s3client::FinishBackendConfig(&c);
+  if (!error->ok()) return nullptr;
+  auto store = s3client::OpenBackendStore(c);
+  if (!store.ok()) {
+    *error = store.status();
+    return nullptr;
+  }
+  *desc = "S3 backend " + c.s3.client.endpoint +
+          (c.s3.bucket_prefix.empty() ? "" : ", bucket prefix " + c.s3.bucket_prefix);
+  return std::move(*store);
+}
+#endif
 
 // Generated config for a store started without keys: one access key with a random secret.
 Result<std::string> GenerateConfig(const std::string& path, s3::ServerConfig* config) {
@@ -69,8 +111,30 @@ int Run(const StoreFlags& f) {
   config.tls_cert_file = f.tls_cert;
   config.tls_key_file = f.tls_key;
 
-  auto store = store::LocalStore::Open(f.root);
-  if (!store.ok()) return Fail(cmd, store.status().ToString(), "is --root writable?");
+  // The ObjectStore: the local directory (default) or an S3 service (--backend s3).
+  std::unique_ptr<store::LocalStore> local;
+  std::unique_ptr<store::ObjectStore> remote;
+  std::string backend_desc = "root " + f.root;
+  if (f.backend != "local" || !f.backend_config.empty()) {
+#ifdef KVCS_STORE_HAS_S3_BACKEND
+    Status error;
+    remote = OpenS3Backend(f, &backend_desc, &error);
+    if (!error.ok()) {
+      return Fail(cmd, error.ToString(),
+                  "check --s3-endpoint, the keys and that the service answers");
+    }
+    std::error_code ec;
+    std::filesystem::create_directories(f.root, ec);  // still holds s3.conf
+#else
+    return Fail(cmd, "this build has no S3 backend", "use --backend local");
+#endif
+  }
+  if (!remote) {
+    auto store = store::LocalStore::Open(f.root);
+    if (!store.ok()) return Fail(cmd, store.status().ToString(), "is --root writable?");
+    local = std::move(*store);
+  }
+  store::ObjectStore& active = local ? static_cast<store::ObjectStore&>(*local) : *remote;
 
   std::string key_source;
   std::string generated_secret;
@@ -101,7 +165,7 @@ int Run(const StoreFlags& f) {
                 "add a [key <id>] section with secret = ...");
   }
 
-  s3::Server server(config, **store);
+  s3::Server server(config, active);
 #ifdef KVCS_STORE_HAS_OBJCACHE
   objcache::ServiceOptions so;
   so.bandwidth_cap = f.bandwidth_cap;
@@ -110,14 +174,14 @@ int Run(const StoreFlags& f) {
 #endif
   Status s = server.Start();
   if (!s.ok()) return Fail(cmd, s.ToString(), "is the port free?");
-  if ((*store)->removed_temp_files() > 0 || (*store)->corrupt_files() > 0) {
-    std::cout << "kvcs store: recovery: removed " << (*store)->removed_temp_files()
-              << " temporary files, skipped " << (*store)->corrupt_files()
+  if (local && (local->removed_temp_files() > 0 || local->corrupt_files() > 0)) {
+    std::cout << "kvcs store: recovery: removed " << local->removed_temp_files()
+              << " temporary files, skipped " << local->corrupt_files()
               << " damaged object files\n";
   }
   bool tls = !config.tls_cert_file.empty();
   std::cout << "kvcs store: listening on " << (tls ? "https" : "http") << "://"
-            << config.listen_host << ":" << server.port() << " (root " << f.root << ")\n";
+            << config.listen_host << ":" << server.port() << " (" << backend_desc << ")\n";
   std::cout << "kvcs store: access keys from " << key_source << " (" << config.secrets.size()
             << " key" << (config.secrets.size() == 1 ? "" : "s") << ")\n";
   if (!generated_secret.empty()) {
@@ -148,6 +212,20 @@ RunFn Setup(CLI::App& app) {
   cmd->add_option("--bandwidth-cap", flags->bandwidth_cap,
                   "aggregated-retrieval bandwidth cap in bytes/s (0: none)")
       ->check(CLI::NonNegativeNumber);
+  cmd->add_option("--backend", flags->backend,
+                  "where objects live: local (ROOT, default) or s3 (an existing S3 service; "
+                  "ROOT then only holds s3.conf)")
+      ->check(CLI::IsMember({"local", "s3"}));
+  cmd->add_option("--backend-config", flags->backend_config,
+                  "JSON backend config (docs/protocols/s3-backend.md); --s3-* flags override it");
+  cmd->add_option("--s3-endpoint", flags->s3_endpoint, "S3 backend endpoint, http://HOST:PORT");
+  cmd->add_option("--s3-access-key", flags->s3_access_key,
+                  "S3 backend access key (default $KVCS_BACKEND_ACCESS_KEY)");
+  cmd->add_option("--s3-secret-key", flags->s3_secret_key,
+                  "S3 backend secret key (default $KVCS_BACKEND_SECRET_KEY)");
+  cmd->add_option("--s3-region", flags->s3_region, "S3 backend region for SigV4 (us-east-1)");
+  cmd->add_option("--s3-bucket-prefix", flags->s3_bucket_prefix,
+                  "backend bucket = PREFIX + bucket (share one service between stores)");
   cmd->footer(
       "Config file:\n"
       "  region = us-east-1\n"
@@ -157,6 +235,8 @@ RunFn Setup(CLI::App& app) {
       "Example:\n"
       "  kvcs store --root /var/lib/kvcs --listen 127.0.0.1:9000\n"
       "  aws --endpoint-url http://127.0.0.1:9000 s3 mb s3://kv   # with the printed key\n"
+      "  KVCS_BACKEND_SECRET_KEY=... kvcs store --root /var/lib/kvcs --backend s3 \\\n"
+      "      --s3-endpoint http://rgw:8000 --s3-access-key AK   # objects kept in Ceph RGW\n"
       "SIGINT/SIGTERM stop it gracefully; set --log info for per-event logs.");
   return [flags] { return Run(*flags); };
 }
