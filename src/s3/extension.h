@@ -16,6 +16,9 @@
 //   kNone  - the server calls the handler without any check; access_key is empty and the body is
 //            the raw body (after HTTP chunked decoding). The handler decides (e.g. KVSP tokens).
 //
+// Registration: Server::AddExtension before Server::Start. `kvcs store` (src/cli/cmd_store.cc)
+// registers objcache::Service::Extensions() when src/objcache is built.
+//
 // Lifetimes: the ExtensionContext and everything reachable from it (request, body, response,
 // store) are valid only until the handler's awaitable completes. The ObjectStore outlives the
 // server. Extensions are registered before Server::Run and never change afterwards.
