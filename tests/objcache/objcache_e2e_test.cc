@@ -355,3 +355,28 @@ TEST_F(ObjcacheE2E, KvspEndpoints) {
 
 }  // namespace
 }  // namespace kvcs::objcache
+
+#include <sstream>
+
+#include "objcache/store_demo.h"
+
+namespace kvcs::objcache {
+namespace {
+
+// The `kvcs demo` store part runs end to end: one aggregated PUT, one aggregated GET of a
+// prefix, every block verified, a per-layer timeline printed.
+TEST(StoreDemo, RunsEndToEnd) {
+  StoreDemoOptions o;
+  o.blocks = 16;
+  o.prefix_blocks = 12;
+  o.layers = 4;
+  std::ostringstream out;
+  Status s = RunStoreDemo(o, out);
+  ASSERT_TRUE(s.ok()) << s.ToString() << "\n" << out.str();
+  EXPECT_NE(out.str().find("ONE aggregated PUT"), std::string::npos);
+  EXPECT_NE(out.str().find("ONE aggregated request"), std::string::npos);
+  EXPECT_NE(out.str().find("0 corrupt, 0 unexpected"), std::string::npos) << out.str();
+}
+
+}  // namespace
+}  // namespace kvcs::objcache
