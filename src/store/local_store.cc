@@ -710,17 +710,19 @@ Result<ObjectMeta> LocalStore::Head(std::string_view bucket, std::string_view ke
 Status LocalStore::Delete(std::string_view bucket, std::string_view key) {
   KVCS_RETURN_IF_ERROR(ValidateKey(key));
   std::string path = impl_->ObjectPath(bucket, key);
+  bool existed = true;
   {
     std::lock_guard<std::mutex> l(impl_->mu);
     auto it = impl_->buckets.find(bucket);
     if (it == impl_->buckets.end()) return NoSuchBucket(bucket);
-    if (::unlink(path.c_str()) != 0 && errno != ENOENT) return SysErr("unlink", path);
+    if (::unlink(path.c_str()) != 0) {
+      if (errno != ENOENT) return SysErr("unlink", path);
+      existed = false;
+    }
     it->second.objects.erase(std::string(key));
   }
-  std::string dir = fs::path(path).parent_path().string();
-  Status s = FsyncPath(dir, impl_->options.sync);
-  if (!s.ok() && s.message().find("No such file") != std::string::npos) return Status::Ok();
-  return s;
+  if (!existed) return Status::Ok();
+  return FsyncPath(fs::path(path).parent_path().string(), impl_->options.sync);
 }
 
 Result<ListResult> LocalStore::List(std::string_view bucket, const ListOptions& o) {
