@@ -78,6 +78,7 @@ struct Ceph {
 }  // namespace
 
 int main(int argc, char** argv) {
+  std::setvbuf(stdout, nullptr, _IOLBF, 0);  // progress lines appear as they happen
   uint32_t blocks = 256, layers = 32;
   int parallel = 32;
   std::string endpoint;
