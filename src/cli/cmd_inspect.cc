@@ -368,7 +368,17 @@ int InspectDescriptor(const InspectArgs& a, ByteSpan bytes) {
 // Containers, objects, manifests and COSE are bounded by their own formats; this is the largest.
 constexpr uint64_t kMaxInspectBytes = profile::kMaxObjectPayloadSize;
 
-int RunInspect(const InspectArgs& a) {
+int RunInspect(const InspectArgs& a_in) {
+  InspectArgs a = a_in;
+  struct stat st {};
+  if (::stat(a.file.c_str(), &st) == 0 && S_ISDIR(st.st_mode)) {
+    std::string index = a.file + "/" + std::string(tensorio::kIndexFileName);
+    if (::stat(index.c_str(), &st) != 0) {
+      return Fail(kCmd, a.file + " is a directory without an index.json",
+                  "inspect a file, or a directory written by kvcs pack");
+    }
+    a.file = index;  // a packed directory: summarize its index
+  }
   std::FILE* f = std::fopen(a.file.c_str(), "rb");
   if (!f)
     return Fail(kCmd, "cannot open " + a.file + ": " + std::strerror(errno), "check the path");
