@@ -393,7 +393,7 @@ Status StreamDecoder::Step(std::vector<StreamEvent>* events) {
       rec.digest_kind = static_cast<DigestKind>(kind);
       Status valid = ValidateBlockRecord(rec, header_.components);
       if (!valid.ok()) return Fail(valid);
-      layer_.blocks.push_back(LayerBlock{rec, Bytes(rec.k_len + rec.v_len)});
+      layer_.blocks.push_back(LayerBlock{rec, BlockBytes(rec.k_len + rec.v_len)});
       data_have_ = 0;
       state_ = State::kData;
       buf_.clear();
