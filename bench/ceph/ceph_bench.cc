@@ -69,7 +69,7 @@ struct Ceph {
   bool started = false;
   ~Ceph() {
     if (started) {
-      std::string cmd = "CEPH_DIR='" + dir + "' '" KVCS_SHARED_DIR "/tools/ceph-down.sh'";
+      std::string cmd = "CEPH_DIR='" + dir + "' bash '" KVCS_SHARED_DIR "/tools/ceph-down.sh'";
       (void)std::system(cmd.c_str());
     }
   }
@@ -112,7 +112,7 @@ int main(int argc, char** argv) {
     std::printf("starting Ceph radosgw on 127.0.0.1:%d (shared/tools/ceph-up.sh)...\n", port);
     std::fflush(stdout);
     std::string cmd = "CEPH_DIR='" + ceph.dir + "' RGW_PORT=" + std::to_string(port) +
-                      " MEMSTORE_GB=4 '" KVCS_SHARED_DIR "/tools/ceph-up.sh' > /dev/null";
+                      " MEMSTORE_GB=4 bash '" KVCS_SHARED_DIR "/tools/ceph-up.sh' > /dev/null";
     ceph.started = true;
     if (std::system(cmd.c_str()) != 0) {
       std::fprintf(stderr, "ceph-up.sh failed (packages installed? another Ceph running?)\n");

@@ -8,7 +8,7 @@ cmd=$1 tools=$2 dir=$3
 
 stop() {
   [[ -d $dir ]] || return 0
-  CEPH_DIR=$dir "$tools/ceph-down.sh" || true
+  CEPH_DIR=$dir bash "$tools/ceph-down.sh" || true
   # wait (bounded) for the recorded daemons to exit so the mon ports are free again
   for p in rgw osd mon; do
     pid=$(cat "$dir/$p.pid" 2>/dev/null || true)
@@ -20,7 +20,7 @@ stop() {
 
 case $cmd in
   up)
-    if [[ ! -x $tools/ceph-up.sh ]]; then
+    if [[ ! -f $tools/ceph-up.sh ]]; then
       echo "ceph_fixture: $tools/ceph-up.sh not found (set -DKVCS_SHARED_DIR=.../shared)" >&2
       exit 1
     fi
@@ -39,7 +39,7 @@ case $cmd in
     fi
     port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
     mkdir -p "$(dirname "$dir")"
-    CEPH_DIR=$dir RGW_PORT=$port MEMSTORE_GB=2 timeout 240 "$tools/ceph-up.sh"
+    CEPH_DIR=$dir RGW_PORT=$port MEMSTORE_GB=2 timeout 240 bash "$tools/ceph-up.sh"
     echo "$port" > "$dir/rgw.port"
     ;;
   down)
