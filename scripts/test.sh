@@ -4,6 +4,8 @@
 #   KVCS_FUZZ_SECONDS=N  seconds per fuzzer (default 10); KVCS_SKIP_FUZZ=1 skips fuzzing.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+# ccache (when installed) keys on paths relative to the checkout, so clones share a cache.
+export CCACHE_BASEDIR="$PWD" CCACHE_NOHASHDIR=1
 KVCS_BOOTSTRAP_S3=1 KVCS_BOOTSTRAP_CEPH=1 scripts/bootstrap.sh
 
 jobs=$(nproc)
