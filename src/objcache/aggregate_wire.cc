@@ -272,7 +272,7 @@ Status StreamDecoder::Feed(ByteSpan in, std::vector<StreamEvent>* events) {
     if (state_ == State::kData) {
       LayerBlock& b = layer_.blocks.back();
       size_t n = std::min(in.size() - pos, b.data.size() - data_have_);
-      std::memcpy(b.data.data() + data_have_, in.data() + pos, n);
+      if (n) std::memcpy(b.data.data() + data_have_, in.data() + pos, n);  // data() may be null
       data_have_ += n;
       pos += n;
     } else {

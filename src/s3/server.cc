@@ -473,7 +473,12 @@ Awaitable<bool> Server::Impl::ServeOne(Stream& stream, beast::flat_buffer& buf) 
     if (!early.ok()) {
       co_await SendS3Error(s3ctx, early);
     } else if (ext) {
-      ExtensionContext ectx{er, body, resp, store, co_await asio::this_coro::executor};
+      // GCC 12: never co_await inside a braced aggregate initializer. GCC 12 bit-copies the
+      // awaited temporary into the member and then destroys the temporary as well, so the
+      // strand executor's shared state was released twice (heap use-after-free of the
+      // connection's strand, seen as corruption at shutdown).
+      asio::any_io_executor ex = co_await asio::this_coro::executor;
+      ExtensionContext ectx{er, body, resp, store, ex};
       co_await ext->handle(ectx);
       if (!resp.started()) {
         co_await resp.SendError(500, "InternalError", "extension produced no response");
@@ -567,10 +572,15 @@ void Server::Impl::BeginStop() {
     for (auto& [s, ex] : idle_sessions) {
       // Runs on the session's strand: if the session is still registered there, it is parked in
       // async_read_header and its stream is alive.
-      asio::post(ex, [this, s = s] {
+      // Match the executor too: a stream freed and reallocated at the same address by another
+      // connection (another strand; this one is kept alive by the posted handler) is not ours.
+      asio::post(ex, [this, s = s, ex = ex] {
         std::lock_guard<std::mutex> l2(sessions_mu);
         for (auto& p : idle_sessions) {
-          if (p.first == s) s->cancel();
+          if (p.first == s && p.second == ex) {
+            s->cancel();
+            break;
+          }
         }
       });
     }
