@@ -37,8 +37,9 @@ TEST(HmacSha256, Rfc4231Vectors) {
   EXPECT_EQ(ToHex(HmacSha256(AsBytes("Jefe"), AsBytes("what do ya want for nothing?"))),
             "5bdcc146bf60754e6a042426089575c75a003f089d2739839dec58b964ec3843");
   Bytes key(131, 0xaa);
-  EXPECT_EQ(ToHex(HmacSha256(key, AsBytes("Test Using Larger Than Block-Size Key - Hash Key First"))),
-            "60e431591ee0b67f0d8a26aacbf5b77f8e0bc6213728c5140546040f0ee37f54");
+  EXPECT_EQ(
+      ToHex(HmacSha256(key, AsBytes("Test Using Larger Than Block-Size Key - Hash Key First"))),
+      "60e431591ee0b67f0d8a26aacbf5b77f8e0bc6213728c5140546040f0ee37f54");
   HmacSha256Key k(AsBytes("Jefe"));
   EXPECT_EQ(k.Mac({AsBytes("what do ya "), AsBytes("want for nothing?")}),
             HmacSha256(AsBytes("Jefe"), AsBytes("what do ya want for nothing?")));

@@ -4,20 +4,34 @@ namespace kvcs {
 
 std::string_view CodeName(Code code) {
   switch (code) {
-    case Code::kOk: return "ok";
-    case Code::kInvalidArgument: return "invalid argument";
-    case Code::kCorruption: return "corruption";
-    case Code::kNeedMoreData: return "need more data";
-    case Code::kNotFound: return "not found";
-    case Code::kAlreadyExists: return "already exists";
-    case Code::kPermissionDenied: return "permission denied";
-    case Code::kResourceExhausted: return "resource exhausted";
-    case Code::kUnsupported: return "unsupported";
-    case Code::kFailedPrecondition: return "failed precondition";
-    case Code::kOutOfRange: return "out of range";
-    case Code::kIoError: return "I/O error";
-    case Code::kUnavailable: return "unavailable";
-    case Code::kInternal: return "internal error";
+    case Code::kOk:
+      return "ok";
+    case Code::kInvalidArgument:
+      return "invalid argument";
+    case Code::kCorruption:
+      return "corruption";
+    case Code::kNeedMoreData:
+      return "need more data";
+    case Code::kNotFound:
+      return "not found";
+    case Code::kAlreadyExists:
+      return "already exists";
+    case Code::kPermissionDenied:
+      return "permission denied";
+    case Code::kResourceExhausted:
+      return "resource exhausted";
+    case Code::kUnsupported:
+      return "unsupported";
+    case Code::kFailedPrecondition:
+      return "failed precondition";
+    case Code::kOutOfRange:
+      return "out of range";
+    case Code::kIoError:
+      return "I/O error";
+    case Code::kUnavailable:
+      return "unavailable";
+    case Code::kInternal:
+      return "internal error";
   }
   return "unknown";
 }
