@@ -144,6 +144,17 @@ class Stream {
   // Bytes written but not yet acknowledged by the peer (includes unsent bytes).
   virtual size_t BufferedBytes() const = 0;
 
+  // --- send priority ---
+  // Under contention for the session's send capacity, data of streams with a LOWER send order
+  // goes on the wire first; streams with equal send order share capacity round-robin. New
+  // streams start at kDefaultSendOrder. MOQT maps (subscriber priority, publisher priority,
+  // group order) onto this one number; control streams use 0. Implementations that cannot
+  // prioritise may ignore it (the default does), so callers must not depend on it for
+  // correctness, only for what is sent first.
+  static constexpr uint64_t kDefaultSendOrder = uint64_t{1} << 32;
+  virtual void SetSendOrder(uint64_t send_order) { (void)send_order; }
+  virtual uint64_t GetSendOrder() const { return kDefaultSendOrder; }
+
   // --- abrupt termination ---
   // Abandons the write side: sends RESET_STREAM(code); unsent data is discarded.
   virtual void ResetWithCode(ErrorCode code) = 0;
