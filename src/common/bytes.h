@@ -39,17 +39,21 @@ inline uint16_t LoadBe16(const uint8_t* p) { return uint16_t(p[0] << 8 | p[1]); 
 inline uint32_t LoadBe32(const uint8_t* p) {
   return uint32_t(p[0]) << 24 | uint32_t(p[1]) << 16 | uint32_t(p[2]) << 8 | p[3];
 }
-inline uint64_t LoadBe64(const uint8_t* p) {
-  return uint64_t(LoadBe32(p)) << 32 | LoadBe32(p + 4);
-}
+inline uint64_t LoadBe64(const uint8_t* p) { return uint64_t(LoadBe32(p)) << 32 | LoadBe32(p + 4); }
 
 class ByteWriter {
  public:
   explicit ByteWriter(Bytes* out) : out_(out) {}
   void U8(uint8_t v) { out_->push_back(v); }
-  void U16(uint16_t v) { Grow(2, [&](uint8_t* p) { StoreBe16(p, v); }); }
-  void U32(uint32_t v) { Grow(4, [&](uint8_t* p) { StoreBe32(p, v); }); }
-  void U64(uint64_t v) { Grow(8, [&](uint8_t* p) { StoreBe64(p, v); }); }
+  void U16(uint16_t v) {
+    Grow(2, [&](uint8_t* p) { StoreBe16(p, v); });
+  }
+  void U32(uint32_t v) {
+    Grow(4, [&](uint8_t* p) { StoreBe32(p, v); });
+  }
+  void U64(uint64_t v) {
+    Grow(8, [&](uint8_t* p) { StoreBe64(p, v); });
+  }
   void Append(ByteSpan b) { out_->insert(out_->end(), b.begin(), b.end()); }
   void Append(std::string_view s) { Append(AsBytes(s)); }
   void Zeros(size_t n) { out_->resize(out_->size() + n, 0); }
@@ -73,10 +77,18 @@ class ByteReader {
   bool empty() const { return remaining() == 0; }
   ByteSpan rest() const { return data_.subspan(pos_); }
 
-  bool U8(uint8_t* v) { return Fixed(1, [&](const uint8_t* p) { *v = *p; }); }
-  bool U16(uint16_t* v) { return Fixed(2, [&](const uint8_t* p) { *v = LoadBe16(p); }); }
-  bool U32(uint32_t* v) { return Fixed(4, [&](const uint8_t* p) { *v = LoadBe32(p); }); }
-  bool U64(uint64_t* v) { return Fixed(8, [&](const uint8_t* p) { *v = LoadBe64(p); }); }
+  bool U8(uint8_t* v) {
+    return Fixed(1, [&](const uint8_t* p) { *v = *p; });
+  }
+  bool U16(uint16_t* v) {
+    return Fixed(2, [&](const uint8_t* p) { *v = LoadBe16(p); });
+  }
+  bool U32(uint32_t* v) {
+    return Fixed(4, [&](const uint8_t* p) { *v = LoadBe32(p); });
+  }
+  bool U64(uint64_t* v) {
+    return Fixed(8, [&](const uint8_t* p) { *v = LoadBe64(p); });
+  }
   // Points *out at the next n bytes (no copy).
   bool Span(size_t n, ByteSpan* out) {
     if (remaining() < n) return false;

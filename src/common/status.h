@@ -18,19 +18,19 @@ namespace kvcs {
 
 enum class Code {
   kOk = 0,
-  kInvalidArgument,     // the caller's input or a peer's message is malformed
-  kCorruption,          // stored or received bytes fail a digest or consistency check
-  kNeedMoreData,        // a decoder ran out of bytes; retry once more arrive (not an error yet)
+  kInvalidArgument,  // the caller's input or a peer's message is malformed
+  kCorruption,       // stored or received bytes fail a digest or consistency check
+  kNeedMoreData,     // a decoder ran out of bytes; retry once more arrive (not an error yet)
   kNotFound,
   kAlreadyExists,
   kPermissionDenied,
-  kResourceExhausted,   // a named bound was exceeded
-  kUnsupported,         // well-formed but not implemented (an unknown codec, say)
+  kResourceExhausted,  // a named bound was exceeded
+  kUnsupported,        // well-formed but not implemented (an unknown codec, say)
   kFailedPrecondition,
   kOutOfRange,
   kIoError,
-  kUnavailable,         // a peer or service could not be reached; retrying may help
-  kInternal,            // our bug
+  kUnavailable,  // a peer or service could not be reached; retrying may help
+  kInternal,     // our bug
 };
 
 std::string_view CodeName(Code code);
@@ -84,8 +84,8 @@ inline Status Internal(std::string m, int d = 0) { return {Code::kInternal, std:
 template <typename T>
 class [[nodiscard]] Result {
  public:
-  Result(T value) : v_(std::move(value)) {}          // NOLINT: implicit by design
-  Result(Status status) : v_(std::move(status)) {    // NOLINT: implicit by design
+  Result(T value) : v_(std::move(value)) {}        // NOLINT: implicit by design
+  Result(Status status) : v_(std::move(status)) {  // NOLINT: implicit by design
     assert(!std::get<Status>(v_).ok());
   }
 
@@ -110,9 +110,9 @@ class [[nodiscard]] Result {
 }  // namespace kvcs
 
 // Returns early from a function returning Status or Result<T> when `expr` (a Status) fails.
-#define KVCS_RETURN_IF_ERROR(expr)             \
-  do {                                         \
-    ::kvcs::Status kvcs_status_ = (expr);      \
+#define KVCS_RETURN_IF_ERROR(expr)               \
+  do {                                           \
+    ::kvcs::Status kvcs_status_ = (expr);        \
     if (!kvcs_status_.ok()) return kvcs_status_; \
   } while (0)
 
