@@ -243,6 +243,32 @@ TEST(MoqtControl, GreaseCodesReadAsInternalError) {
   EXPECT_FALSE(IsGrease(0x9E));
 }
 
+TEST(MoqtControl, ErrorCodeNamesAndRegistry) {
+  // Every registered code keeps its value and has a name; unregistered ones read as INTERNAL_ERROR.
+  int session_named = 0, request_named = 0;
+  for (uint64_t v = 0; v < 0x40; ++v) {
+    SessionError s = SessionErrorFromWire(v);
+    if (static_cast<uint64_t>(s) == v) {
+      EXPECT_NE(SessionErrorName(s), "UNKNOWN") << v;
+      ++session_named;
+    }
+    RequestErrorCode r = RequestErrorCodeFromWire(v);
+    if (static_cast<uint64_t>(r) == v) {
+      EXPECT_NE(RequestErrorCodeName(r), "UNKNOWN") << v;
+      ++request_named;
+    }
+  }
+  EXPECT_EQ(session_named, 20);
+  EXPECT_EQ(request_named, 18);
+  EXPECT_EQ(SessionErrorName(SessionError::kProtocolViolation), "PROTOCOL_VIOLATION");
+  EXPECT_EQ(SessionErrorName(SessionError::kTooManyRequestUpdates), "TOO_MANY_REQUEST_UPDATES");
+  EXPECT_EQ(RequestErrorCodeName(RequestErrorCode::kInvalidFilter), "INVALID_FILTER");
+  EXPECT_EQ(SessionErrorName(static_cast<SessionError>(0x7)), "UNKNOWN");
+  EXPECT_EQ(StreamResetCodeFromWire(0x7), StreamResetCode::kExpiredAuthToken);
+  EXPECT_EQ(StreamResetCodeFromWire(0x8), StreamResetCode::kInternalError);
+  EXPECT_EQ(PublishDoneCodeFromWire(0x12), PublishDoneCode::kMalformedTrack);
+}
+
 TEST(MoqtControl, SubscribeTracksFilterIsReceiveOnly) {
   const auto& v =
       *std::find_if(ControlVectors().begin(), ControlVectors().end(),

@@ -1,182 +1,101 @@
 #include "moqt/moqt_error.h"
 
+#include <cstddef>
+#include <cstdint>
+#include <string_view>
+
 namespace kvcs::moqt {
 
-SessionError SessionErrorFromWire(uint64_t v) {
-  switch (v) {
-    case 0x0:
-    case 0x1:
-    case 0x2:
-    case 0x3:
-    case 0x4:
-    case 0x5:
-    case 0x6:
-    case 0x8:
-    case 0x9:
-    case 0x10:
-    case 0x11:
-    case 0x12:
-    case 0x13:
-    case 0x14:
-    case 0x16:
-    case 0x17:
-    case 0x18:
-    case 0x19:
-    case 0x1A:
-    case 0x1B:
-      return static_cast<SessionError>(v);
-    default:
-      return SessionError::kInternalError;
+namespace {
+
+// One row per registered code: the enum's wire value and its name in the draft's tables. Each
+// table drives both directions (wire value -> enum, enum -> name), so a code is added in one place.
+struct CodeName {
+  uint64_t code;
+  std::string_view name;
+};
+
+constexpr CodeName kSessionErrors[] = {
+    {0x0, "NO_ERROR"},
+    {0x1, "INTERNAL_ERROR"},
+    {0x2, "UNAUTHORIZED"},
+    {0x3, "PROTOCOL_VIOLATION"},
+    {0x4, "INVALID_REQUEST_ID"},
+    {0x5, "DUPLICATE_TRACK_ALIAS"},
+    {0x6, "KEY_VALUE_FORMATTING_ERROR"},
+    {0x8, "INVALID_PATH"},
+    {0x9, "MALFORMED_PATH"},
+    {0x10, "GOAWAY_TIMEOUT"},
+    {0x11, "CONTROL_MESSAGE_TIMEOUT"},
+    {0x12, "DATA_STREAM_TIMEOUT"},
+    {0x13, "AUTH_TOKEN_CACHE_OVERFLOW"},
+    {0x14, "DUPLICATE_AUTH_TOKEN_ALIAS"},
+    {0x16, "MALFORMED_AUTH_TOKEN"},
+    {0x17, "UNKNOWN_AUTH_TOKEN_ALIAS"},
+    {0x18, "EXPIRED_AUTH_TOKEN"},
+    {0x19, "INVALID_AUTHORITY"},
+    {0x1A, "MALFORMED_AUTHORITY"},
+    {0x1B, "TOO_MANY_REQUEST_UPDATES"},
+};
+
+constexpr CodeName kRequestErrors[] = {
+    {0x0, "INTERNAL_ERROR"},  {0x1, "UNAUTHORIZED"},         {0x2, "TIMEOUT"},
+    {0x3, "NOT_SUPPORTED"},   {0x4, "MALFORMED_AUTH_TOKEN"}, {0x5, "EXPIRED_AUTH_TOKEN"},
+    {0x6, "GOING_AWAY"},      {0x9, "EXCESSIVE_LOAD"},       {0x10, "DOES_NOT_EXIST"},
+    {0x11, "INVALID_RANGE"},  {0x12, "MALFORMED_TRACK"},     {0x20, "UNINTERESTED"},
+    {0x30, "PREFIX_OVERLAP"}, {0x31, "NAMESPACE_TOO_LARGE"}, {0x33, "UNSUPPORTED_EXTENSION"},
+    {0x34, "REDIRECT"},       {0x35, "CONFLICTING_FILTERS"}, {0x36, "INVALID_FILTER"},
+};
+
+// Names are not needed for these two; only the registered values are.
+constexpr uint64_t kPublishDoneCodes[] = {0x0, 0x1, 0x2, 0x4, 0x5, 0x6, 0x8, 0x9, 0x12};
+constexpr uint64_t kStreamResetCodes[] = {0x0, 0x1, 0x2, 0x3, 0x4, 0x5, 0x6, 0x7, 0x9, 0x12};
+
+template <size_t N>
+const CodeName* Find(const CodeName (&table)[N], uint64_t code) {
+  for (const CodeName& row : table) {
+    if (row.code == code) return &row;
   }
+  return nullptr;
+}
+
+template <size_t N>
+bool Registered(const uint64_t (&table)[N], uint64_t code) {
+  for (uint64_t c : table) {
+    if (c == code) return true;
+  }
+  return false;
+}
+
+}  // namespace
+
+SessionError SessionErrorFromWire(uint64_t v) {
+  return Find(kSessionErrors, v) ? static_cast<SessionError>(v) : SessionError::kInternalError;
 }
 
 RequestErrorCode RequestErrorCodeFromWire(uint64_t v) {
-  switch (v) {
-    case 0x0:
-    case 0x1:
-    case 0x2:
-    case 0x3:
-    case 0x4:
-    case 0x5:
-    case 0x6:
-    case 0x9:
-    case 0x10:
-    case 0x11:
-    case 0x12:
-    case 0x20:
-    case 0x30:
-    case 0x31:
-    case 0x33:
-    case 0x34:
-    case 0x35:
-    case 0x36:
-      return static_cast<RequestErrorCode>(v);
-    default:
-      return RequestErrorCode::kInternalError;
-  }
+  return Find(kRequestErrors, v) ? static_cast<RequestErrorCode>(v)
+                                 : RequestErrorCode::kInternalError;
 }
 
 PublishDoneCode PublishDoneCodeFromWire(uint64_t v) {
-  switch (v) {
-    case 0x0:
-    case 0x1:
-    case 0x2:
-    case 0x4:
-    case 0x5:
-    case 0x6:
-    case 0x8:
-    case 0x9:
-    case 0x12:
-      return static_cast<PublishDoneCode>(v);
-    default:
-      return PublishDoneCode::kInternalError;
-  }
+  return Registered(kPublishDoneCodes, v) ? static_cast<PublishDoneCode>(v)
+                                          : PublishDoneCode::kInternalError;
 }
 
 StreamResetCode StreamResetCodeFromWire(uint64_t v) {
-  switch (v) {
-    case 0x0:
-    case 0x1:
-    case 0x2:
-    case 0x3:
-    case 0x4:
-    case 0x5:
-    case 0x6:
-    case 0x7:
-    case 0x9:
-    case 0x12:
-      return static_cast<StreamResetCode>(v);
-    default:
-      return StreamResetCode::kInternalError;
-  }
+  return Registered(kStreamResetCodes, v) ? static_cast<StreamResetCode>(v)
+                                          : StreamResetCode::kInternalError;
 }
 
 std::string_view SessionErrorName(SessionError e) {
-  switch (e) {
-    case SessionError::kNoError:
-      return "NO_ERROR";
-    case SessionError::kInternalError:
-      return "INTERNAL_ERROR";
-    case SessionError::kUnauthorized:
-      return "UNAUTHORIZED";
-    case SessionError::kProtocolViolation:
-      return "PROTOCOL_VIOLATION";
-    case SessionError::kInvalidRequestId:
-      return "INVALID_REQUEST_ID";
-    case SessionError::kDuplicateTrackAlias:
-      return "DUPLICATE_TRACK_ALIAS";
-    case SessionError::kKeyValueFormattingError:
-      return "KEY_VALUE_FORMATTING_ERROR";
-    case SessionError::kInvalidPath:
-      return "INVALID_PATH";
-    case SessionError::kMalformedPath:
-      return "MALFORMED_PATH";
-    case SessionError::kGoawayTimeout:
-      return "GOAWAY_TIMEOUT";
-    case SessionError::kControlMessageTimeout:
-      return "CONTROL_MESSAGE_TIMEOUT";
-    case SessionError::kDataStreamTimeout:
-      return "DATA_STREAM_TIMEOUT";
-    case SessionError::kAuthTokenCacheOverflow:
-      return "AUTH_TOKEN_CACHE_OVERFLOW";
-    case SessionError::kDuplicateAuthTokenAlias:
-      return "DUPLICATE_AUTH_TOKEN_ALIAS";
-    case SessionError::kMalformedAuthToken:
-      return "MALFORMED_AUTH_TOKEN";
-    case SessionError::kUnknownAuthTokenAlias:
-      return "UNKNOWN_AUTH_TOKEN_ALIAS";
-    case SessionError::kExpiredAuthToken:
-      return "EXPIRED_AUTH_TOKEN";
-    case SessionError::kInvalidAuthority:
-      return "INVALID_AUTHORITY";
-    case SessionError::kMalformedAuthority:
-      return "MALFORMED_AUTHORITY";
-    case SessionError::kTooManyRequestUpdates:
-      return "TOO_MANY_REQUEST_UPDATES";
-  }
-  return "UNKNOWN";
+  const CodeName* row = Find(kSessionErrors, static_cast<uint64_t>(e));
+  return row ? row->name : "UNKNOWN";
 }
 
 std::string_view RequestErrorCodeName(RequestErrorCode e) {
-  switch (e) {
-    case RequestErrorCode::kInternalError:
-      return "INTERNAL_ERROR";
-    case RequestErrorCode::kUnauthorized:
-      return "UNAUTHORIZED";
-    case RequestErrorCode::kTimeout:
-      return "TIMEOUT";
-    case RequestErrorCode::kNotSupported:
-      return "NOT_SUPPORTED";
-    case RequestErrorCode::kMalformedAuthToken:
-      return "MALFORMED_AUTH_TOKEN";
-    case RequestErrorCode::kExpiredAuthToken:
-      return "EXPIRED_AUTH_TOKEN";
-    case RequestErrorCode::kGoingAway:
-      return "GOING_AWAY";
-    case RequestErrorCode::kExcessiveLoad:
-      return "EXCESSIVE_LOAD";
-    case RequestErrorCode::kDoesNotExist:
-      return "DOES_NOT_EXIST";
-    case RequestErrorCode::kInvalidRange:
-      return "INVALID_RANGE";
-    case RequestErrorCode::kMalformedTrack:
-      return "MALFORMED_TRACK";
-    case RequestErrorCode::kUninterested:
-      return "UNINTERESTED";
-    case RequestErrorCode::kPrefixOverlap:
-      return "PREFIX_OVERLAP";
-    case RequestErrorCode::kNamespaceTooLarge:
-      return "NAMESPACE_TOO_LARGE";
-    case RequestErrorCode::kUnsupportedExtension:
-      return "UNSUPPORTED_EXTENSION";
-    case RequestErrorCode::kRedirect:
-      return "REDIRECT";
-    case RequestErrorCode::kConflictingFilters:
-      return "CONFLICTING_FILTERS";
-    case RequestErrorCode::kInvalidFilter:
-      return "INVALID_FILTER";
-  }
-  return "UNKNOWN";
+  const CodeName* row = Find(kRequestErrors, static_cast<uint64_t>(e));
+  return row ? row->name : "UNKNOWN";
 }
 
 std::string_view WireErrorName(WireError e) {
