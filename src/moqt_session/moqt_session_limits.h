@@ -1,0 +1,56 @@
+// Named bounds of the MOQT session and the in-memory track store, each with its reason.
+//
+// Every per-session table and buffer that a peer can make grow is checked against one of these
+// before it grows; exceeding a peer-driven bound closes the session (or refuses the request)
+// instead of allocating. Track-store bounds are defaults for TrackOptions and can be lowered or
+// raised per track by the application.
+#ifndef KVCS_MOQT_SESSION_MOQT_SESSION_LIMITS_H_
+#define KVCS_MOQT_SESSION_MOQT_SESSION_LIMITS_H_
+
+#include <cstddef>
+#include <cstdint>
+
+namespace kvcs::moqt {
+
+// Requests a peer may have open against us at once (subscriptions, fetches, namespace
+// subscriptions, ...). QUIC bidi stream credit is the real limit (one stream per request); this
+// caps our tables even if the transport grants more.
+inline constexpr size_t kMaxIncomingRequests = 4096;
+// Requests we may have open at once (our own calls). Same reasoning, our side.
+inline constexpr size_t kMaxOutgoingRequests = 4096;
+// Request IDs the peer used but left non-contiguous (out-of-order arrival on separate streams).
+// Legitimate gaps are bounded by the peer's concurrent requests.
+inline constexpr size_t kMaxRequestIdGaps = 4096;
+// Data streams whose Track Alias is not known yet (the data raced ahead of SUBSCRIBE_OK). They
+// are held unread (flow control stops the peer) until the alias is known; beyond this many they
+// are refused with STOP_SENDING.
+inline constexpr size_t kMaxParkedDataStreams = 64;
+// One object's payload reassembled for delivery to the application. KVCS objects are token
+// blocks (tens of KiB to a few MiB); 64 MiB keeps a hostile peer from making us buffer more.
+inline constexpr uint64_t kMaxObjectPayloadBytes = uint64_t{64} << 20;
+// All payload bytes being reassembled in one session (sum over its data streams).
+inline constexpr uint64_t kMaxReassemblyBytesPerSession = uint64_t{256} << 20;
+// Namespaces one SUBSCRIBE_NAMESPACE reply lists, and namespaces a session keeps as published
+// to it by the peer.
+inline constexpr size_t kMaxNamespacesPerSession = 4096;
+// Aliases of ended subscriptions remembered so late data streams for them are refused at once
+// (STOP_SENDING) instead of parked.
+inline constexpr size_t kMaxRetiredAliases = 1024;
+
+// Track store defaults (TrackOptions). A track keeps whole groups; the oldest are evicted first.
+// KVCS: one group per layer (a few dozen), one object per token block.
+inline constexpr size_t kDefaultMaxGroupsPerTrack = 4096;
+inline constexpr uint64_t kDefaultMaxBytesPerTrack = uint64_t{1} << 30;
+// Tracks one TrackStore holds (one track per component/codec/segment in KVCS).
+inline constexpr size_t kMaxTracksPerStore = 65536;
+// Namespaces announced into a TrackStore (PUBLISH_NAMESPACE from peers).
+inline constexpr size_t kMaxAnnouncedNamespaces = 4096;
+
+// Default time a subscriber keeps a subscription after PUBLISH_DONE while it waits for the
+// announced number of data streams (draft: at least the largest delivery timeout). 10 s matches
+// the control-message timeout guidance seen in implementations.
+inline constexpr uint64_t kDefaultPublishDoneWaitMs = 10'000;
+
+}  // namespace kvcs::moqt
+
+#endif  // KVCS_MOQT_SESSION_MOQT_SESSION_LIMITS_H_

@@ -1,0 +1,297 @@
+#include "moqt_session/moqt_track.h"
+
+#include <algorithm>
+#include <tuple>
+
+#include "moqt/moqt_fields.h"
+
+namespace kvcs::moqt {
+namespace {
+Status TrackErr(TrackError e, std::string msg, Code c = Code::kFailedPrecondition) {
+  return {c, "moqt track: " + std::move(msg), static_cast<int>(e)};
+}
+}  // namespace
+
+bool NamespaceHasPrefix(const TrackNamespace& ns, const TrackNamespace& prefix) {
+  if (prefix.size() > ns.size()) return false;
+  return std::equal(prefix.begin(), prefix.end(), ns.begin());
+}
+
+// ----------------------------------------------------------------------------------- Track
+Track::Track(FullTrackName name, TrackOptions options)
+    : name_(std::move(name)), options_(std::move(options)) {
+  if (options_.max_groups == 0) options_.max_groups = 1;
+}
+
+Status Track::StartGroup(uint64_t group_id) {
+  if (ended()) return TrackErr(TrackError::kTrackEnded, "track ended");
+  if (highest_group_ && group_id <= *highest_group_) {
+    return TrackErr(
+        TrackError::kGroupNotAscending,
+        "group " + std::to_string(group_id) + " is not above " + std::to_string(*highest_group_));
+  }
+  if (open_group_) KVCS_RETURN_IF_ERROR(EndGroup());
+  open_group_ = group_id;
+  highest_group_ = group_id;
+  groups_[group_id];
+  Evict();
+  return Status::Ok();
+}
+
+Result<Location> Track::AppendObject(ByteSpan payload, Properties properties) {
+  if (!open_group_) return TrackErr(TrackError::kNoOpenGroup, "no open group");
+  const Group& g = groups_[*open_group_];
+  uint64_t next = g.objects.empty() ? 0 : g.objects.rbegin()->first + 1;
+  PublishedObject o;
+  o.location = {*open_group_, next};
+  o.publisher_priority = options_.publisher_priority;
+  o.properties = std::move(properties);
+  o.payload = std::make_shared<const Bytes>(payload.begin(), payload.end());
+  KVCS_RETURN_IF_ERROR(AddObject(std::move(o)));
+  return Location{*open_group_, next};
+}
+
+Status Track::EndGroup() {
+  if (!open_group_) return TrackErr(TrackError::kNoOpenGroup, "no open group");
+  const Group& g = groups_[*open_group_];
+  uint64_t next = g.objects.empty() ? 0 : g.objects.rbegin()->first + 1;
+  PublishedObject o;
+  o.location = {*open_group_, next};
+  o.publisher_priority = options_.publisher_priority;
+  o.status = ObjectStatus::kEndOfGroup;
+  o.payload = std::make_shared<const Bytes>();
+  uint64_t group = *open_group_;
+  KVCS_RETURN_IF_ERROR(AddObject(std::move(o)));
+  (void)group;
+  open_group_.reset();
+  return Status::Ok();
+}
+
+Status Track::EndTrack() {
+  if (ended()) return TrackErr(TrackError::kTrackEnded, "track ended");
+  if (open_group_) KVCS_RETURN_IF_ERROR(EndGroup());
+  uint64_t group = highest_group_ ? *highest_group_ + 1 : 0;
+  PublishedObject o;
+  o.location = {group, 0};
+  o.publisher_priority = options_.publisher_priority;
+  o.status = ObjectStatus::kEndOfTrack;
+  o.payload = std::make_shared<const Bytes>();
+  return AddObject(std::move(o));
+}
+
+Status Track::AddObject(PublishedObject o) {
+  if (ended()) return TrackErr(TrackError::kTrackEnded, "track ended");
+  if (!o.payload) o.payload = std::make_shared<const Bytes>();
+  if (o.status != ObjectStatus::kNormal && !o.payload->empty()) {
+    return TrackErr(TrackError::kObjectNotAscending, "status objects carry no payload",
+                    Code::kInvalidArgument);
+  }
+  if (o.payload->size() > options_.max_bytes) {
+    return TrackErr(TrackError::kTooLarge, "object larger than the track's byte budget",
+                    Code::kResourceExhausted);
+  }
+  const uint64_t gid = o.location.group;
+  if (GroupEvicted(gid)) {
+    return TrackErr(TrackError::kGroupNotAscending, "group already evicted");
+  }
+  if (open_group_ && gid != *open_group_ && o.status != ObjectStatus::kEndOfTrack) {
+    return TrackErr(TrackError::kGroupNotAscending, "another group is open");
+  }
+  Group& g = groups_[gid];
+  if (g.ended) return TrackErr(TrackError::kGroupEnded, "group ended");
+  if (!g.objects.empty() && o.location.object <= g.objects.rbegin()->first) {
+    return TrackErr(TrackError::kObjectNotAscending,
+                    "object " + std::to_string(o.location.object) + " not ascending");
+  }
+  if (o.status == ObjectStatus::kEndOfTrack && largest_ && o.location <= *largest_) {
+    return TrackErr(TrackError::kObjectNotAscending, "End of Track below the largest object");
+  }
+  if (o.status != ObjectStatus::kNormal) g.ended = true;
+  g.bytes += o.payload->size();
+  bytes_ += o.payload->size();
+  if (!largest_ || o.location > *largest_) largest_ = o.location;
+  if (!highest_group_ || gid > *highest_group_) highest_group_ = gid;
+  if (o.status == ObjectStatus::kEndOfTrack) {
+    end_of_track_ = o.location;
+    // Every group at or below ends with the track.
+    for (auto& [id, grp] : groups_) grp.ended = true;
+    open_group_.reset();
+  }
+  auto [it, inserted] = g.objects.emplace(o.location.object, std::move(o));
+  Evict();
+  // Eviction never removes the newest group, so `it` is still valid.
+  Notify(it->second);
+  return Status::Ok();
+}
+
+void Track::Evict() {
+  while (groups_.size() > 1 &&
+         (groups_.size() > options_.max_groups || bytes_ > options_.max_bytes)) {
+    auto it = groups_.begin();
+    bytes_ -= it->second.bytes;
+    evicted_below_ = it->first + 1;
+    groups_.erase(it);
+  }
+}
+
+void Track::Notify(const PublishedObject& o) {
+  // Copy: a listener may remove itself (or others) while being notified.
+  std::vector<TrackListener*> ls(listeners_.begin(), listeners_.end());
+  for (TrackListener* l : ls) {
+    if (listeners_.count(l)) l->OnObjectAdded(*this, o);
+  }
+}
+
+std::optional<Location> Track::largest_normal() const {
+  for (auto g = groups_.rbegin(); g != groups_.rend(); ++g) {
+    for (auto o = g->second.objects.rbegin(); o != g->second.objects.rend(); ++o) {
+      if (o->second.status == ObjectStatus::kNormal) return o->second.location;
+    }
+  }
+  return std::nullopt;
+}
+
+const PublishedObject* Track::Find(const Location& loc) const {
+  auto g = groups_.find(loc.group);
+  if (g == groups_.end()) return nullptr;
+  auto o = g->second.objects.find(loc.object);
+  return o == g->second.objects.end() ? nullptr : &o->second;
+}
+
+const PublishedObject* Track::NextInGroup(uint64_t group, uint64_t min_object) const {
+  auto g = groups_.find(group);
+  if (g == groups_.end()) return nullptr;
+  auto o = g->second.objects.lower_bound(min_object);
+  return o == g->second.objects.end() ? nullptr : &o->second;
+}
+
+bool Track::GroupEnded(uint64_t group) const {
+  auto g = groups_.find(group);
+  if (g != groups_.end()) return g->second.ended;
+  return ended() && group <= end_of_track_->group;
+}
+
+std::optional<uint64_t> Track::NextGroup(std::optional<uint64_t> after, GroupOrder order) const {
+  if (groups_.empty()) return std::nullopt;
+  if (order == GroupOrder::kAscending) {
+    auto it = after ? groups_.upper_bound(*after) : groups_.begin();
+    if (it == groups_.end()) return std::nullopt;
+    return it->first;
+  }
+  if (!after) return groups_.rbegin()->first;
+  auto it = groups_.lower_bound(*after);
+  if (it == groups_.begin()) return std::nullopt;
+  return std::prev(it)->first;
+}
+
+std::optional<uint64_t> Track::LastNormalObject(uint64_t group) const {
+  auto g = groups_.find(group);
+  if (g == groups_.end()) return std::nullopt;
+  for (auto o = g->second.objects.rbegin(); o != g->second.objects.rend(); ++o) {
+    if (o->second.status == ObjectStatus::kNormal) return o->first;
+  }
+  return std::nullopt;
+}
+
+std::optional<uint64_t> Track::oldest_group() const {
+  if (groups_.empty()) return std::nullopt;
+  return groups_.begin()->first;
+}
+
+Properties Track::WireTrackProperties() const {
+  Properties p = options_.track_properties;
+  auto set = [&p](PropertyType t, uint64_t v) {
+    uint64_t type = static_cast<uint64_t>(t);
+    auto it =
+        std::find_if(p.begin(), p.end(), [&](const KeyValuePair& k) { return k.type == type; });
+    if (it != p.end()) return;
+    p.push_back(KeyValuePair::Int(type, v));
+  };
+  if (options_.publisher_priority != 128) {
+    set(PropertyType::kDefaultPublisherPriority, options_.publisher_priority);
+  }
+  if (options_.group_order != GroupOrder::kAscending) {
+    set(PropertyType::kDefaultPublisherGroupOrder, static_cast<uint64_t>(options_.group_order));
+  }
+  std::stable_sort(p.begin(), p.end(),
+                   [](const KeyValuePair& a, const KeyValuePair& b) { return a.type < b.type; });
+  return p;
+}
+
+// ------------------------------------------------------------------------------ TrackStore
+Result<std::shared_ptr<Track>> TrackStore::CreateTrack(const FullTrackName& name,
+                                                       const TrackOptions& options) {
+  Status valid = ValidateFullTrackName(name);
+  if (!valid.ok()) {
+    return TrackErr(TrackError::kInvalidName, valid.message(), Code::kInvalidArgument);
+  }
+  if (tracks_.count(name))
+    return TrackErr(TrackError::kExists, "track exists", Code::kAlreadyExists);
+  if (tracks_.size() >= kMaxTracksPerStore) {
+    return TrackErr(TrackError::kTooMany, "too many tracks", Code::kResourceExhausted);
+  }
+  bool new_ns = NamespaceRefs(name.track_namespace) == 0;
+  auto t = std::make_shared<Track>(name, options);
+  tracks_[name] = t;
+  if (new_ns) NotifyAdded(name.track_namespace);
+  return t;
+}
+
+void TrackStore::RemoveTrack(const FullTrackName& name) {
+  if (tracks_.erase(name) && NamespaceRefs(name.track_namespace) == 0) {
+    NotifyRemoved(name.track_namespace);
+  }
+}
+
+Status TrackStore::AddAnnouncedNamespace(const TrackNamespace& ns) {
+  size_t total = 0;
+  Status valid = ValidateNamespace(ns, &total);
+  if (!valid.ok())
+    return TrackErr(TrackError::kInvalidName, valid.message(), Code::kInvalidArgument);
+  if (announced_.count(ns))
+    return TrackErr(TrackError::kExists, "namespace exists", Code::kAlreadyExists);
+  if (announced_.size() >= kMaxAnnouncedNamespaces) {
+    return TrackErr(TrackError::kTooMany, "too many namespaces", Code::kResourceExhausted);
+  }
+  bool new_ns = NamespaceRefs(ns) == 0;
+  announced_.insert(ns);
+  if (new_ns) NotifyAdded(ns);
+  return Status::Ok();
+}
+
+void TrackStore::RemoveAnnouncedNamespace(const TrackNamespace& ns) {
+  if (announced_.erase(ns) && NamespaceRefs(ns) == 0) NotifyRemoved(ns);
+}
+
+std::shared_ptr<Track> TrackStore::FindTrack(const FullTrackName& name) {
+  auto it = tracks_.find(name);
+  return it == tracks_.end() ? nullptr : it->second;
+}
+
+std::vector<TrackNamespace> TrackStore::ListNamespaces() {
+  std::set<TrackNamespace> all(announced_);
+  for (const auto& [name, t] : tracks_) all.insert(name.track_namespace);
+  return {all.begin(), all.end()};
+}
+
+size_t TrackStore::NamespaceRefs(const TrackNamespace& ns) const {
+  size_t n = announced_.count(ns);
+  for (const auto& [name, t] : tracks_) n += name.track_namespace == ns;
+  return n;
+}
+
+void TrackStore::NotifyAdded(const TrackNamespace& ns) {
+  std::vector<NamespaceListener*> ls(ns_listeners_.begin(), ns_listeners_.end());
+  for (NamespaceListener* l : ls) {
+    if (ns_listeners_.count(l)) l->OnNamespaceAdded(ns);
+  }
+}
+
+void TrackStore::NotifyRemoved(const TrackNamespace& ns) {
+  std::vector<NamespaceListener*> ls(ns_listeners_.begin(), ns_listeners_.end());
+  for (NamespaceListener* l : ls) {
+    if (ns_listeners_.count(l)) l->OnNamespaceRemoved(ns);
+  }
+}
+
+}  // namespace kvcs::moqt
