@@ -235,61 +235,88 @@ void InMemorySessionPair::Connect() {
   }
 }
 
+size_t InMemorySessionPair::MoveStream(InMemorySession* s, InMemoryStream* w, size_t max,
+                                       bool* progress) {
+  InMemorySession* peer = s->peer();
+  if (w->write_reset_ || w->fin_delivered_ || !w->HasWriteSide()) return 0;
+  if (w->unsent_.empty() && !w->fin_queued_) return 0;
+  InMemoryStream* r = peer->PeerStream(w->id_);
+  if (!r) return 0;
+  if (r->read_finished_) {  // peer stopped reading; bytes vanish (STOP_SENDING is coming)
+    w->unsent_.clear();
+    return 0;
+  }
+  size_t credit = r->consumed_ + peer->opts_.stream_window - r->received_;
+  size_t n = std::min({credit, w->unsent_.size(), max});
+  if (n > 0) {
+    r->recv_.insert(r->recv_.end(), w->unsent_.begin(),
+                    w->unsent_.begin() + static_cast<std::ptrdiff_t>(n));
+    w->unsent_.erase(w->unsent_.begin(), w->unsent_.begin() + static_cast<std::ptrdiff_t>(n));
+    r->received_ += n;
+    *progress = true;
+  }
+  bool fin_now = w->unsent_.empty() && w->fin_queued_;
+  if (fin_now) {
+    r->fin_received_ = true;
+    w->fin_delivered_ = true;
+    *progress = true;
+    StreamId id = w->id_;
+    s->Post([s, id] {
+      if (auto it = s->streams_.find(id); it != s->streams_.end() && it->second->visitor_) {
+        it->second->visitor_->OnWriteSideInDataRecvdState();
+      }
+    });
+  }
+  if (n > 0 || fin_now) {
+    StreamId id = w->id_;
+    peer->Post([peer, id] {
+      if (auto it = peer->streams_.find(id); it != peer->streams_.end() && it->second->visitor_) {
+        it->second->visitor_->OnCanRead();
+      }
+    });
+  }
+  if (n > 0 && w->want_can_write_ && w->CanWrite()) {
+    w->want_can_write_ = false;
+    StreamId id = w->id_;
+    s->Post([s, id] {
+      if (auto it = s->streams_.find(id); it != s->streams_.end() && it->second->visitor_) {
+        it->second->visitor_->OnCanWrite();
+      }
+    });
+  }
+  return n;
+}
+
 bool InMemorySessionPair::Pump() {
   bool moved = false;
   for (InMemorySession* s : {client_.get(), server_.get()}) {
     if (!s->open_) continue;
-    InMemorySession* peer = s->peer();
     std::vector<InMemoryStream*> writers;
     for (auto& [id, st] : s->streams_) writers.push_back(st.get());
-    for (InMemoryStream* w : writers) {
-      if (w->write_reset_ || w->fin_delivered_ || !w->HasWriteSide()) continue;
-      if (w->unsent_.empty() && !w->fin_queued_) continue;
-      InMemoryStream* r = peer->PeerStream(w->id_);
-      if (!r) continue;
-      if (r->read_finished_) {  // peer stopped reading; bytes vanish (STOP_SENDING is coming)
-        w->unsent_.clear();
-        continue;
+    const size_t capacity = s->opts_.send_capacity_per_pump;
+    if (capacity == 0) {
+      for (InMemoryStream* w : writers) MoveStream(s, w, SIZE_MAX, &moved);
+      continue;
+    }
+    // Lower send order first; equal orders share the budget in kSendQuantum slices.
+    std::stable_sort(writers.begin(), writers.end(), [](InMemoryStream* a, InMemoryStream* b) {
+      return a->send_order_ < b->send_order_;
+    });
+    size_t budget = capacity;
+    for (size_t i = 0; i < writers.size() && budget > 0;) {
+      size_t j = i;
+      while (j < writers.size() && writers[j]->send_order_ == writers[i]->send_order_) ++j;
+      for (;;) {
+        bool round = false;
+        for (size_t k = i; k < j && budget > 0; ++k) {
+          bool progress = false;
+          budget -= MoveStream(s, writers[k], std::min(budget, kSendQuantum), &progress);
+          round |= progress;
+        }
+        moved |= round;
+        if (!round || budget == 0) break;
       }
-      size_t credit = r->consumed_ + peer->opts_.stream_window - r->received_;
-      size_t n = std::min(credit, w->unsent_.size());
-      if (n > 0) {
-        r->recv_.insert(r->recv_.end(), w->unsent_.begin(),
-                        w->unsent_.begin() + static_cast<std::ptrdiff_t>(n));
-        w->unsent_.erase(w->unsent_.begin(), w->unsent_.begin() + static_cast<std::ptrdiff_t>(n));
-        r->received_ += n;
-        moved = true;
-      }
-      bool fin_now = w->unsent_.empty() && w->fin_queued_;
-      if (fin_now) {
-        r->fin_received_ = true;
-        w->fin_delivered_ = true;
-        moved = true;
-        StreamId id = w->id_;
-        s->Post([s, id] {
-          if (auto it = s->streams_.find(id); it != s->streams_.end() && it->second->visitor_) {
-            it->second->visitor_->OnWriteSideInDataRecvdState();
-          }
-        });
-      }
-      if (n > 0 || fin_now) {
-        StreamId id = w->id_;
-        peer->Post([peer, id] {
-          if (auto it = peer->streams_.find(id);
-              it != peer->streams_.end() && it->second->visitor_) {
-            it->second->visitor_->OnCanRead();
-          }
-        });
-      }
-      if (n > 0 && w->want_can_write_ && w->CanWrite()) {
-        w->want_can_write_ = false;
-        StreamId id = w->id_;
-        s->Post([s, id] {
-          if (auto it = s->streams_.find(id); it != s->streams_.end() && it->second->visitor_) {
-            it->second->visitor_->OnCanWrite();
-          }
-        });
-      }
+      i = j;
     }
   }
   return moved;

@@ -33,7 +33,14 @@ struct InMemoryOptions {
   size_t max_datagram_size = 1200;  // 0 disables datagrams
   bool drop_datagrams = false;
   std::string alpn = "test";
+  // Bytes this side may move to its peer per pump round (all streams together); 0 = unlimited.
+  // With a limit, streams are served in Stream::SetSendOrder order (lower first), equal orders
+  // round-robin in kSendQuantum slices, so tests can observe which stream goes first.
+  size_t send_capacity_per_pump = 0;
 };
+
+// Round-robin slice among streams of equal send order under a send capacity.
+inline constexpr size_t kSendQuantum = 1024;
 
 class InMemorySession;
 class InMemorySessionPair;
@@ -55,6 +62,8 @@ class InMemoryStream : public Stream {
   void SendStopSending(ErrorCode code) override;
   void SetVisitor(std::unique_ptr<StreamVisitor> v) override { visitor_ = std::move(v); }
   StreamVisitor* visitor() override { return visitor_.get(); }
+  void SetSendOrder(uint64_t send_order) override { send_order_ = send_order; }
+  uint64_t GetSendOrder() const override { return send_order_; }
 
  private:
   friend class InMemorySession;
@@ -74,6 +83,7 @@ class InMemoryStream : public Stream {
   std::deque<uint8_t> unsent_;
   bool fin_queued_ = false, fin_delivered_ = false, write_reset_ = false;
   bool want_can_write_ = false;
+  uint64_t send_order_ = kDefaultSendOrder;
 };
 
 class InMemorySession : public Session {
@@ -133,6 +143,9 @@ class InMemorySessionPair {
   friend class InMemorySession;
   friend class InMemoryStream;
   bool Pump();  // moves bytes between streams; true if anything moved
+  // Moves up to `max` bytes (and the FIN when everything is moved) of w; returns bytes moved and
+  // sets *progress when anything (bytes or FIN) moved.
+  size_t MoveStream(InMemorySession* s, InMemoryStream* w, size_t max, bool* progress);
   void Sweep();
   std::unique_ptr<InMemorySession> client_, server_;
   std::deque<std::function<void()>> events_;

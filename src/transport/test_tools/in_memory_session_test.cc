@@ -137,3 +137,64 @@ TEST_F(InMemoryTest, DatagramsAndClose) {
 
 }  // namespace
 }  // namespace kvcs::transport::test
+
+namespace kvcs::transport::test {
+namespace {
+
+// Records, per stream id, the order in which bytes became readable at the receiver.
+struct OrderLog : StreamVisitor {
+  OrderLog(Stream* s, std::vector<StreamId>* log) : s(s), log(log) {}
+  void OnCanRead() override {
+    uint8_t buf[4096];
+    while (s->Read(buf).bytes_read > 0) log->push_back(s->GetStreamId());
+  }
+  void OnCanWrite() override {}
+  void OnResetStreamReceived(ErrorCode) override {}
+  void OnStopSendingReceived(ErrorCode) override {}
+  Stream* s;
+  std::vector<StreamId>* log;
+};
+
+TEST(InMemorySendOrderTest, LowerSendOrderDrainsFirstUnderLimitedCapacity) {
+  InMemoryOptions co;
+  co.send_capacity_per_pump = 1000;
+  co.stream_window = 1 << 20;
+  InMemoryOptions so = co;
+  InMemorySessionPair pair(co, so);
+  std::vector<StreamId> log;
+  struct Accept : Visitor {
+    using Visitor::Visitor;
+    std::vector<StreamId>* log = nullptr;
+    void OnIncomingUnidirectionalStreamAvailable() override {
+      while (Stream* st = s_->AcceptIncomingUnidirectionalStream())
+        st->SetVisitor(std::make_unique<OrderLog>(st, log));
+    }
+  };
+  Visitor cv(&pair.client());
+  Accept sv(&pair.server());
+  sv.log = &log;
+  pair.client().SetVisitor(&cv);
+  pair.server().SetVisitor(&sv);
+  pair.Connect();
+  pair.RunUntilIdle();
+  Stream* low = pair.client().OpenOutgoingUnidirectionalStream();   // opened first...
+  Stream* high = pair.client().OpenOutgoingUnidirectionalStream();  // ...but more important
+  low->SetSendOrder(100);
+  high->SetSendOrder(5);
+  EXPECT_EQ(high->GetSendOrder(), 5u);
+  Bytes data(10000, 0xAB);
+  ASSERT_TRUE(low->Write(data, true).ok());
+  ASSERT_TRUE(high->Write(data, true).ok());
+  const StreamId low_id = low->GetStreamId(), high_id = high->GetStreamId();
+  pair.RunUntilIdle();  // both streams finish and are destroyed here
+  ASSERT_FALSE(log.empty());
+  // Every chunk of `high` arrived before the first chunk of `low`.
+  auto first_low = std::find(log.begin(), log.end(), low_id);
+  ASSERT_NE(first_low, log.end());
+  EXPECT_GT(std::count(log.begin(), log.end(), high_id), 1);
+  EXPECT_EQ(std::count(log.begin(), first_low, high_id),
+            std::count(log.begin(), log.end(), high_id));
+}
+
+}  // namespace
+}  // namespace kvcs::transport::test
