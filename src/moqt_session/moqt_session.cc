@@ -1,0 +1,2303 @@
+#include "moqt_session/moqt_session.h"
+
+#include <algorithm>
+
+#include "moqt/moqt_datagram.h"
+#include "moqt/moqt_error.h"
+#include "moqt/moqt_fields.h"
+#include "moqt/moqt_limits.h"
+#include "moqt_session/moqt_session_internal.h"
+
+namespace kvcs::moqt {
+namespace {
+
+Status ApiErr(SessionApiError e, std::string msg, Code c = Code::kFailedPrecondition) {
+  return {c, "moqt session: " + std::move(msg), static_cast<int>(e)};
+}
+
+RequestError MakeRequestError(RequestErrorCode code, std::string reason) {
+  RequestError e;
+  e.error_code = static_cast<uint64_t>(code);
+  e.reason = std::move(reason);
+  return e;
+}
+
+// 45 bits of group (larger IDs share the last key), then 1 bit: fill before live.
+constexpr uint64_t kGroupKeyMask = (uint64_t{1} << 45) - 1;
+
+// Bytes of a namespace beyond a prefix (suffix fields).
+TrackNamespace Suffix(const TrackNamespace& ns, const TrackNamespace& prefix) {
+  return TrackNamespace(ns.begin() + static_cast<std::ptrdiff_t>(prefix.size()), ns.end());
+}
+
+bool PrefixesOverlap(const TrackNamespace& a, const TrackNamespace& b) {
+  return NamespaceHasPrefix(a, b) || NamespaceHasPrefix(b, a);
+}
+
+}  // namespace
+
+uint64_t DataSendOrder(uint8_t subscriber_priority, uint8_t publisher_priority, GroupOrder order,
+                       uint64_t group, bool fill) {
+  uint64_t g = std::min(group, kGroupKeyMask);
+  if (order == GroupOrder::kDescending) g = kGroupKeyMask - g;
+  return 2 + ((uint64_t{subscriber_priority} << 55) | (uint64_t{publisher_priority} << 47) |
+              (g << 1) | (fill ? 0 : 1));
+}
+
+// Forwards namespace changes of the TrackSource to one SUBSCRIBE_NAMESPACE request.
+class NamespaceRelay : public NamespaceListener {
+ public:
+  NamespaceRelay(MoqtSessionImpl* s, uint64_t id) : s_(s), id_(id) {}
+  void OnNamespaceAdded(const TrackNamespace& ns) override { s_->NamespaceChanged(id_, ns, true); }
+  void OnNamespaceRemoved(const TrackNamespace& ns) override {
+    s_->NamespaceChanged(id_, ns, false);
+  }
+
+ private:
+  MoqtSessionImpl* s_;
+  uint64_t id_;
+};
+
+// ------------------------------------------------------------------------------ StreamShim
+void StreamShim::OnCanRead() { s_->OnStreamReadable(id_); }
+void StreamShim::OnCanWrite() { s_->OnStreamWritable(id_); }
+void StreamShim::OnResetStreamReceived(transport::ErrorCode code) { s_->OnStreamReset(id_, code); }
+void StreamShim::OnStopSendingReceived(transport::ErrorCode code) {
+  s_->OnStreamStopSending(id_, code);
+}
+void StreamShim::OnStreamClosed() { s_->OnStreamGone(id_); }
+
+// --------------------------------------------------------------------------------- InData
+void InData::OnSubgroupHeader(const SubgroupHeader& h) {
+  header = h;
+  if (!s_->AttributeSubgroup(this, h)) refused = true;
+}
+GroupOrder InData::OnFetchHeader(const FetchHeader& h) {
+  is_fetch = true;
+  std::optional<GroupOrder> o = s_->AttributeFetch(this, h.request_id);
+  if (!o) {
+    refused = true;
+    return GroupOrder::kAscending;
+  }
+  return *o;
+}
+void InData::OnObjectHeader(const ObjectHeader& o) {
+  if (refused) return;
+  cur = o;
+  payload.clear();
+  dropping = false;
+  if (o.payload_length > kMaxObjectPayloadBytes ||
+      s_->reassembly_bytes_ + o.payload_length > kMaxReassemblyBytesPerSession) {
+    s_->RefuseDataStream(this, StreamResetCode::kExcessiveLoad);
+    return;
+  }
+  if (o.payload_length == 0) s_->DeliverObject(this, {});
+}
+void InData::OnObjectPayload(ByteSpan chunk, bool end_of_object) {
+  if (refused || dropping) return;
+  payload.insert(payload.end(), chunk.begin(), chunk.end());
+  s_->reassembly_bytes_ += chunk.size();
+  if (end_of_object) {
+    s_->reassembly_bytes_ -= payload.size();
+    Bytes p = std::move(payload);
+    payload.clear();
+    s_->DeliverObject(this, p);
+  }
+}
+void InData::OnEndOfRange(const EndOfRange& m) {
+  if (!refused) s_->DeliverEndOfRange(this, m);
+}
+void InData::OnStreamEnd() { s_->DataStreamEnded(this, true); }
+void InData::OnError(const Status& error) {
+  ErrorDisposition d = DispositionOf(error);
+  s_->Close(d.session_code, "data stream: " + error.message());
+}
+
+// ----------------------------------------------------------------------- MoqtSessionImpl
+MoqtSessionImpl::MoqtSessionImpl(transport::Session* t, MoqtSessionConfig config,
+                                 MoqtSessionCallbacks* cb, TrackSource* source)
+    : config_(std::move(config)), t_(t), cb_(cb), source_(source) {
+  next_request_id_ = config_.perspective == Perspective::kClient ? 0 : 1;
+  peer_next_ = config_.perspective == Perspective::kClient ? 1 : 0;
+  t_->SetVisitor(this);
+  if (t_->IsOpen()) Start();
+}
+
+MoqtSessionImpl::~MoqtSessionImpl() {
+  for (auto& [t, v] : served_) t->RemoveListener(this);
+  for (auto& [id, r] : in_requests_) {
+    if (r.ns_listener && source_) source_->RemoveNamespaceListener(r.ns_listener.get());
+  }
+  if (!closed_) {
+    for (auto& [id, e] : streams_) {
+      if (transport::Stream* s = t_->GetStreamById(id)) s->SetVisitor(nullptr);
+    }
+    t_->SetVisitor(nullptr);
+  }
+}
+
+StreamEntry* MoqtSessionImpl::Entry(StreamId id) {
+  auto it = streams_.find(id);
+  return it == streams_.end() ? nullptr : &it->second;
+}
+
+void MoqtSessionImpl::Adopt(transport::Stream* s, StreamEntry::Role role) {
+  StreamEntry& e = streams_[s->GetStreamId()];
+  e.role = role;
+  s->SetVisitor(std::make_unique<StreamShim>(this, s->GetStreamId()));
+}
+
+void MoqtSessionImpl::Start() {
+  if (started_ || closing_) return;
+  started_ = true;
+  transport::Stream* s = t_->OpenOutgoingUnidirectionalStream();
+  if (!s) {
+    Close(SessionError::kInternalError, "cannot open the control stream");
+    return;
+  }
+  Adopt(s, StreamEntry::Role::kControlOut);
+  s->SetSendOrder(kControlSendOrder);
+  control_out_ = s->GetStreamId();
+  Setup setup;
+  SetupOptions& o = setup.options;
+  if (config_.perspective == Perspective::kClient) {
+    o.path = config_.path;
+    o.authority = config_.authority;
+  }
+  o.authorization_tokens = config_.setup_auth_tokens;
+  o.max_filter_ranges = config_.max_filter_ranges;
+  if (!config_.implementation.empty()) o.implementation = config_.implementation;
+  Status st = SendControl(*control_out_, setup);
+  if (!st.ok()) Close(SessionError::kInternalError, "SETUP: " + st.message());
+}
+
+void MoqtSessionImpl::Close(SessionError code, std::string_view reason) {
+  if (closing_) return;
+  closing_ = true;
+  for (auto& [t, v] : served_) t->RemoveListener(this);
+  served_.clear();
+  for (auto& [id, r] : in_requests_) {
+    if (r.ns_listener && source_) source_->RemoveNamespaceListener(r.ns_listener.get());
+    r.ns_listener.reset();
+  }
+  t_->CloseSession(static_cast<uint64_t>(code), reason);
+}
+
+void MoqtSessionImpl::OnSessionReady() { Start(); }
+
+void MoqtSessionImpl::OnSessionClosed(const transport::CloseInfo& info) {
+  if (closed_) return;
+  closing_ = true;
+  closed_ = true;
+  for (auto& [t, v] : served_) t->RemoveListener(this);
+  served_.clear();
+  for (auto& [id, r] : in_requests_) {
+    if (r.ns_listener && source_) source_->RemoveNamespaceListener(r.ns_listener.get());
+    r.ns_listener.reset();
+  }
+  in_requests_.clear();
+  streams_.clear();
+  // Every outstanding request of ours ends now.
+  auto reqs = std::move(out_requests_);
+  out_requests_.clear();
+  for (auto& [id, r] : reqs) {
+    if (r.sub_visitor) {
+      SubscriptionDone d;
+      d.session_closed = true;
+      d.all_streams_received = false;
+      d.track_ended = r.eot_seen;
+      r.sub_visitor->OnComplete(d);
+    } else if (r.fetch_visitor) {
+      FetchDone d;
+      d.session_closed = true;
+      r.fetch_visitor->OnComplete(d);
+    } else if (r.ns_visitor) {
+      r.ns_visitor->OnClosed(MakeRequestError(RequestErrorCode::kInternalError, "session closed"));
+    } else if (r.status_cb && !r.answered) {
+      TrackStatusReply rep;
+      rep.error = MakeRequestError(RequestErrorCode::kInternalError, "session closed");
+      r.status_cb(rep);
+    } else if (r.result_cb && !r.answered) {
+      r.result_cb(MakeRequestError(RequestErrorCode::kInternalError, "session closed"));
+    }
+  }
+  if (cb_) cb_->OnSessionClosed(info.code, info.reason, info.by_peer);
+}
+
+// ------------------------------------------------------------------------ writing helpers
+Status MoqtSessionImpl::SendControl(StreamId id, const ControlMessage& m, bool fin) {
+  Bytes bytes;
+  KVCS_RETURN_IF_ERROR(AppendControlMessage(m, &bytes, config_.wire));
+  StreamEntry* e = Entry(id);
+  if (!e) return ApiErr(SessionApiError::kClosed, "stream gone");
+  e->out.push_back(std::move(bytes));
+  if (fin) e->fin_after_out = true;
+  FlushControl(id);
+  return Status::Ok();
+}
+
+void MoqtSessionImpl::FlushControl(StreamId id) {
+  StreamEntry* e = Entry(id);
+  transport::Stream* s = TStream(id);
+  if (!e || !s || e->fin_sent) return;
+  while (!e->out.empty() && s->CanWrite()) {
+    bool last = e->out.size() == 1 && e->fin_after_out;
+    if (!s->Write(e->out.front(), last).ok()) return;
+    e->out.pop_front();
+    if (last) e->fin_sent = true;
+  }
+  if (e->out.empty() && e->fin_after_out && !e->fin_sent && s->CanWrite()) {
+    if (s->Write({}, true).ok()) e->fin_sent = true;
+  }
+}
+
+void MoqtSessionImpl::FinStream(StreamId id) {
+  StreamEntry* e = Entry(id);
+  if (!e || e->fin_sent) return;
+  e->fin_after_out = true;
+  FlushControl(id);
+}
+
+bool MoqtSessionImpl::CheckReady(Status* err) {
+  if (closing_) {
+    *err = ApiErr(SessionApiError::kClosed, "session closed");
+    return false;
+  }
+  if (!setup_received_) {
+    *err = ApiErr(SessionApiError::kNotReady, "SETUP not exchanged yet");
+    return false;
+  }
+  if (peer_goaway_) {
+    *err = ApiErr(SessionApiError::kGoingAway, "peer sent GOAWAY");
+    return false;
+  }
+  if (out_requests_.size() >= kMaxOutgoingRequests) {
+    *err = ApiErr(SessionApiError::kTooManyRequests, "too many requests", Code::kResourceExhausted);
+    return false;
+  }
+  return true;
+}
+
+Result<uint64_t> MoqtSessionImpl::OpenRequest(RequestKind kind, OutRequest req,
+                                              const ControlMessage& first, bool fin) {
+  Bytes probe;
+  Status valid = AppendControlMessage(first, &probe, config_.wire);
+  if (!valid.ok()) {
+    return ApiErr(SessionApiError::kInvalid, valid.message(), Code::kInvalidArgument);
+  }
+  transport::Stream* s = t_->OpenOutgoingBidirectionalStream();
+  if (!s) return ApiErr(SessionApiError::kNoStreamCredit, "no bidi stream credit");
+  Adopt(s, StreamEntry::Role::kRequestOut);
+  s->SetSendOrder(kRequestSendOrder);
+  StreamEntry& e = streams_[s->GetStreamId()];
+  e.parser = std::make_unique<ControlStreamParser>(config_.wire);
+  e.has_request = true;
+  e.request_id = req.id;
+  req.kind = kind;
+  req.stream = s->GetStreamId();
+  uint64_t id = req.id;
+  out_requests_[id] = std::move(req);
+  next_request_id_ += 2;
+  Status st = SendControl(s->GetStreamId(), first, fin);
+  if (!st.ok()) return st;
+  return id;
+}
+
+bool MoqtSessionImpl::CheckPeerRequestId(uint64_t id) {
+  uint64_t parity = config_.perspective == Perspective::kClient ? 1 : 0;
+  if (id % 2 != parity || id < peer_next_ || peer_seen_.count(id)) {
+    Close(SessionError::kInvalidRequestId, "request ID " + std::to_string(id));
+    return false;
+  }
+  peer_seen_.insert(id);
+  while (peer_seen_.count(peer_next_)) {
+    peer_seen_.erase(peer_next_);
+    peer_next_ += 2;
+  }
+  if (peer_seen_.size() > kMaxRequestIdGaps) {
+    Close(SessionError::kInvalidRequestId, "too many out-of-order request IDs");
+    return false;
+  }
+  return true;
+}
+
+bool MoqtSessionImpl::CheckTokens(const std::vector<AuthToken>& tokens, bool in_setup) {
+  // We advertise no MAX_AUTH_TOKEN_CACHE_SIZE (0): aliases cannot be registered with us.
+  for (const AuthToken& t : tokens) {
+    switch (t.alias_type) {
+      case AuthTokenAliasType::kUseValue:
+        break;
+      case AuthTokenAliasType::kRegister:
+        if (!in_setup) {  // in SETUP an over-budget REGISTER is treated as USE_VALUE
+          Close(SessionError::kAuthTokenCacheOverflow, "token alias cache is 0");
+          return false;
+        }
+        break;
+      case AuthTokenAliasType::kDelete:
+      case AuthTokenAliasType::kUseAlias:
+        if (in_setup) {
+          ProtocolViolation("token alias DELETE/USE_ALIAS in SETUP");
+        } else {
+          Close(SessionError::kUnknownAuthTokenAlias, "unknown token alias");
+        }
+        return false;
+    }
+  }
+  return true;
+}
+
+// --------------------------------------------------------------------------- stream events
+void MoqtSessionImpl::OnIncomingBidirectionalStreamAvailable() {
+  while (transport::Stream* s = t_->AcceptIncomingBidirectionalStream()) {
+    if (closing_) {
+      s->ResetAndStop(static_cast<uint64_t>(StreamResetCode::kSessionClosed));
+      continue;
+    }
+    Adopt(s, StreamEntry::Role::kRequestIn);
+    s->SetSendOrder(kRequestSendOrder);
+    StreamEntry& e = streams_[s->GetStreamId()];
+    e.parser = std::make_unique<ControlStreamParser>(config_.wire);
+    if (!setup_received_) {
+      parked_requests_.push_back(s->GetStreamId());
+      continue;
+    }
+    ReadRequestStream(s->GetStreamId());
+  }
+}
+
+void MoqtSessionImpl::OnIncomingUnidirectionalStreamAvailable() {
+  while (transport::Stream* s = t_->AcceptIncomingUnidirectionalStream()) {
+    if (closing_) {
+      s->SendStopSending(static_cast<uint64_t>(StreamResetCode::kSessionClosed));
+      continue;
+    }
+    Adopt(s, StreamEntry::Role::kUnknownUni);
+    stats_.data_streams_accepted++;
+    ProbeUniStream(s->GetStreamId());
+  }
+}
+
+void MoqtSessionImpl::OnStreamReadable(StreamId id) {
+  if (closing_) return;
+  StreamEntry* e = Entry(id);
+  if (!e) return;
+  switch (e->role) {
+    case StreamEntry::Role::kUnknownUni:
+      ProbeUniStream(id);
+      break;
+    case StreamEntry::Role::kControlIn:
+      ReadControlIn(id);
+      break;
+    case StreamEntry::Role::kRequestIn:
+      if (setup_received_) ReadRequestStream(id);
+      break;
+    case StreamEntry::Role::kRequestOut:
+      ReadRequestStream(id);
+      break;
+    case StreamEntry::Role::kDataIn:
+      if (!e->parked) ReadDataIn(id);
+      break;
+    default:
+      break;
+  }
+}
+
+void MoqtSessionImpl::OnStreamWritable(StreamId id) {
+  if (closing_) return;
+  StreamEntry* e = Entry(id);
+  if (!e) return;
+  if (e->role == StreamEntry::Role::kDataOut) {
+    PumpData(id);
+  } else {
+    FlushControl(id);
+  }
+}
+
+void MoqtSessionImpl::OnStreamReset(StreamId id, uint64_t code) {
+  if (closing_) return;
+  StreamEntry* e = Entry(id);
+  if (!e) return;
+  switch (e->role) {
+    case StreamEntry::Role::kControlIn:
+      ProtocolViolation("control stream reset");
+      return;
+    case StreamEntry::Role::kRequestIn:
+      if (e->has_request) EndInRequest(e->request_id, true);
+      if (transport::Stream* s = TStream(id)) {
+        s->ResetWithCode(static_cast<uint64_t>(StreamResetCode::kCancelled));
+      }
+      return;
+    case StreamEntry::Role::kRequestOut: {
+      e->read_fin = true;
+      if (!e->has_request) return;
+      auto it = out_requests_.find(e->request_id);
+      if (it == out_requests_.end()) return;
+      OutRequest& r = it->second;
+      if (r.kind == RequestKind::kSubscribeNamespace || r.kind == RequestKind::kPublishNamespace) {
+        FinishOutRequest(r.id);
+        return;
+      }
+      if (r.kind == RequestKind::kSubscribe) {
+        r.stream_trouble = true;
+        if (!r.done) {
+          PublishDone d;
+          d.status_code = static_cast<uint64_t>(PublishDoneCode::kInternalError);
+          d.stream_count = kStreamCountUnknown;
+          d.reason = "request stream reset";
+          r.done = d;
+          r.done_at_ms = Now();
+        }
+        MaybeCompleteSubscription(r.id);
+        return;
+      }
+      if (r.kind == RequestKind::kFetch) {
+        r.fetch_data_reset = true;
+        if (!r.answered) {
+          r.answered = true;
+        }
+        MaybeCompleteFetch(r.id);
+        return;
+      }
+      FinishOutRequest(r.id);
+      return;
+    }
+    case StreamEntry::Role::kDataIn:
+    case StreamEntry::Role::kUnknownUni:
+      if (e->parked) {
+        e->parked = false;
+        if (parked_data_) --parked_data_;
+      }
+      if (e->in && !e->in->ended) {
+        e->in->ended = true;
+        DataStreamEnded(e->in.get(), false);
+      }
+      return;
+    default:
+      return;
+  }
+}
+
+void MoqtSessionImpl::OnStreamStopSending(StreamId id, uint64_t code) {
+  if (closing_) return;
+  StreamEntry* e = Entry(id);
+  if (!e) return;
+  switch (e->role) {
+    case StreamEntry::Role::kControlOut:
+      ProtocolViolation("STOP_SENDING on the control stream");
+      return;
+    case StreamEntry::Role::kRequestIn:
+      if (e->has_request) EndInRequest(e->request_id, true);
+      if (transport::Stream* s = TStream(id)) {
+        s->SendStopSending(static_cast<uint64_t>(StreamResetCode::kCancelled));
+      }
+      return;
+    case StreamEntry::Role::kDataOut: {
+      OutData* d = e->out_data.get();
+      if (!d || d->finished) return;
+      if (!d->fetch) {
+        if (auto it = in_requests_.find(d->owner); it != in_requests_.end()) {
+          it->second.stopped_groups.insert(d->group);
+        }
+      }
+      DataOutFinished(id, *e);
+      return;
+    }
+    default:
+      return;
+  }
+}
+
+void MoqtSessionImpl::OnStreamGone(StreamId id) {
+  auto it = streams_.find(id);
+  if (it == streams_.end()) return;
+  StreamEntry& e = it->second;
+  if (e.parked && parked_data_) --parked_data_;
+  if (!t_->IsOpen()) {  // the session is going away: OnSessionClosed reports the rest
+    streams_.erase(it);
+    return;
+  }
+  if (e.role == StreamEntry::Role::kDataOut && e.out_data && !e.out_data->finished && !closing_) {
+    DataOutFinished(id, e);
+  }
+  if (e.role == StreamEntry::Role::kDataIn && e.in && !e.in->ended && !closing_) {
+    e.in->ended = true;
+    DataStreamEnded(e.in.get(), false);
+  }
+  streams_.erase(id);
+}
+
+// ------------------------------------------------------------------------- control stream
+void MoqtSessionImpl::ReadControlIn(StreamId id) {
+  transport::Stream* s = TStream(id);
+  StreamEntry* e = Entry(id);
+  if (!s || !e) return;
+  for (;;) {
+    transport::Stream::PeekResult p = s->PeekReadable();
+    if (p.data.empty() && !p.fin) return;
+    e->parser->Append(p.data);
+    bool fin = s->Consume(p.data.size()) || (p.fin && p.data.empty());
+    for (;;) {
+      Result<ControlMessage> m = e->parser->Next();
+      if (!m.ok()) {
+        if (m.status().code() == Code::kNeedMoreData) break;
+        Close(DispositionOf(m.status()).session_code, "control stream: " + m.status().message());
+        return;
+      }
+      OnControlMessage(id, std::move(*m));
+      if (closing_) return;
+      e = Entry(id);
+      if (!e) return;
+    }
+    if (fin) {
+      ProtocolViolation("control stream closed");
+      return;
+    }
+    if (p.data.empty()) return;
+  }
+}
+
+void MoqtSessionImpl::OnControlMessage(StreamId id, ControlMessage m) {
+  if (!setup_received_) {
+    if (auto* setup = std::get_if<Setup>(&m)) {
+      OnSetup(*setup);
+      return;
+    }
+    ProtocolViolation("first control message is not SETUP");
+    return;
+  }
+  if (auto* g = std::get_if<moqt::GoAway>(&m)) {
+    if (peer_goaway_) {
+      ProtocolViolation("second GOAWAY");
+      return;
+    }
+    if (config_.perspective == Perspective::kServer && !g->new_session_uri.empty()) {
+      ProtocolViolation("client GOAWAY with a URI");
+      return;
+    }
+    peer_goaway_ = true;
+    if (cb_) cb_->OnGoAway(g->new_session_uri);
+    return;
+  }
+  ProtocolViolation(std::string("unexpected ") + std::string(MessageTypeName(MessageTypeOf(m))) +
+                    " on the control stream");
+}
+
+void MoqtSessionImpl::OnSetup(const Setup& s) {
+  const SetupOptions& o = s.options;
+  if (config_.perspective == Perspective::kClient && (o.path || o.authority)) {
+    ProtocolViolation("server SETUP carries PATH or AUTHORITY");
+    return;
+  }
+  if (!CheckTokens(o.authorization_tokens, true)) return;
+  if (cb_) {
+    if (std::optional<SessionError> err = cb_->OnPeerSetup(o)) {
+      Close(*err, "SETUP refused");
+      return;
+    }
+  }
+  peer_setup_ = o;
+  setup_received_ = true;
+  if (cb_) cb_->OnSetupComplete(peer_setup_);
+  if (closing_) return;
+  std::vector<StreamId> parked = std::move(parked_requests_);
+  parked_requests_.clear();
+  for (StreamId id : parked) {
+    if (closing_) return;
+    ReadRequestStream(id);
+  }
+  // Data streams held before SETUP.
+  std::vector<StreamId> ids;
+  for (auto& [id, e] : streams_) {
+    if (e.role == StreamEntry::Role::kUnknownUni) ids.push_back(id);
+  }
+  for (StreamId id : ids) {
+    if (closing_) return;
+    ProbeUniStream(id);
+  }
+}
+
+// ------------------------------------------------------------------------ request streams
+void MoqtSessionImpl::ReadRequestStream(StreamId id) {
+  transport::Stream* s = TStream(id);
+  StreamEntry* e = Entry(id);
+  if (!s || !e || e->read_fin) return;
+  for (;;) {
+    transport::Stream::PeekResult p = s->PeekReadable();
+    if (p.data.empty() && !p.fin) return;
+    e->parser->Append(p.data);
+    bool fin = s->Consume(p.data.size()) || (p.fin && p.data.empty());
+    for (;;) {
+      Result<ControlMessage> m = e->parser->Next();
+      if (!m.ok()) {
+        if (m.status().code() == Code::kNeedMoreData) break;
+        ErrorDisposition d = DispositionOf(m.status());
+        if (!d.close_session && e->role == StreamEntry::Role::kRequestIn && !e->has_request) {
+          // A range-filter content error in a new request: refuse the request, keep the session.
+          // The request ID cannot be read from a body we failed to parse; the stream carries no
+          // further messages, so the request ends here.
+          SendRequestError(id, d.request_code, m.status().message());
+          if (transport::Stream* st = TStream(id)) {
+            st->SendStopSending(static_cast<uint64_t>(StreamResetCode::kCancelled));
+          }
+          return;
+        }
+        Close(d.session_code, "request stream: " + m.status().message());
+        return;
+      }
+      if (e->role == StreamEntry::Role::kRequestIn) {
+        if (!e->has_request) {
+          OnFirstRequestMessage(id, std::move(*m));
+        } else if (auto it = in_requests_.find(e->request_id); it != in_requests_.end()) {
+          OnLaterRequestMessage(id, it->second, std::move(*m));
+        } else if (!std::holds_alternative<RequestUpdate>(*m)) {
+          ProtocolViolation("unexpected message on a finished request stream");
+        }
+      } else if (e->has_request) {
+        if (auto it = out_requests_.find(e->request_id); it != out_requests_.end()) {
+          OnResponseMessage(id, it->second, std::move(*m));
+        }
+      }
+      if (closing_) return;
+      e = Entry(id);
+      if (!e) return;
+    }
+    if (fin) {
+      e->read_fin = true;
+      if (!e->parser->OnFin().ok()) {
+        ProtocolViolation("request stream ended inside a message");
+        return;
+      }
+      if (e->role == StreamEntry::Role::kRequestIn) {
+        if (!e->has_request) ProtocolViolation("request stream ended without a request");
+      } else if (e->has_request) {
+        auto it = out_requests_.find(e->request_id);
+        if (it != out_requests_.end()) {
+          OutRequest& r = it->second;
+          r.fin_received = true;
+          switch (r.kind) {
+            case RequestKind::kSubscribe:
+              if (!r.done) {
+                r.stream_trouble = true;
+                PublishDone d;
+                d.status_code = static_cast<uint64_t>(PublishDoneCode::kInternalError);
+                d.stream_count = kStreamCountUnknown;
+                d.reason = "request stream ended without PUBLISH_DONE";
+                r.done = d;
+                r.done_at_ms = Now();
+              }
+              MaybeCompleteSubscription(r.id);
+              break;
+            case RequestKind::kFetch:
+              if (!r.answered) r.fetch_data_reset = true;
+              MaybeCompleteFetch(r.id);
+              break;
+            default:
+              FinishOutRequest(r.id);
+          }
+        }
+        FinStream(id);
+      }
+      return;
+    }
+    if (p.data.empty()) return;
+  }
+}
+
+void MoqtSessionImpl::SendRequestError(StreamId id, RequestErrorCode code, std::string reason,
+                                       bool fin) {
+  RequestError e = MakeRequestError(code, std::move(reason));
+  if (e.reason.size() > kMaxReasonPhraseBytes) e.reason.resize(kMaxReasonPhraseBytes);
+  (void)SendControl(id, e, fin);
+}
+
+void MoqtSessionImpl::OnFirstRequestMessage(StreamId id, ControlMessage m) {
+  StreamEntry* e = Entry(id);
+  stats_.incoming_requests++;
+  uint64_t rid = 0;
+  std::visit(
+      [&rid](const auto& msg) {
+        using T = std::decay_t<decltype(msg)>;
+        if constexpr (std::is_same_v<T, moqt::Subscribe> || std::is_same_v<T, moqt::Fetch> ||
+                      std::is_same_v<T, moqt::TrackStatus> || std::is_same_v<T, Publish> ||
+                      std::is_same_v<T, moqt::PublishNamespace> ||
+                      std::is_same_v<T, moqt::SubscribeNamespace> ||
+                      std::is_same_v<T, SubscribeTracks>) {
+          rid = msg.request_id;
+        }
+      },
+      m);
+  MessageType type = MessageTypeOf(m);
+  switch (type) {
+    case MessageType::kSubscribe:
+    case MessageType::kFetch:
+    case MessageType::kTrackStatus:
+    case MessageType::kPublish:
+    case MessageType::kPublishNamespace:
+    case MessageType::kSubscribeNamespace:
+    case MessageType::kSubscribeTracks:
+      break;
+    default:
+      ProtocolViolation(std::string(MessageTypeName(type)) + " opens a request stream");
+      return;
+  }
+  if (!CheckPeerRequestId(rid)) return;
+  e->has_request = true;
+  e->request_id = rid;
+  if (in_requests_.size() >= kMaxIncomingRequests) {
+    SendRequestError(id, RequestErrorCode::kExcessiveLoad, "too many requests");
+    return;
+  }
+  switch (type) {
+    case MessageType::kSubscribe:
+      HandleSubscribe(id, std::get<moqt::Subscribe>(m));
+      break;
+    case MessageType::kFetch:
+      HandleFetch(id, std::get<moqt::Fetch>(m));
+      break;
+    case MessageType::kTrackStatus:
+      HandleTrackStatus(id, std::get<moqt::TrackStatus>(m));
+      break;
+    case MessageType::kPublishNamespace:
+      HandlePublishNamespace(id, std::get<moqt::PublishNamespace>(m));
+      break;
+    case MessageType::kSubscribeNamespace:
+      HandleSubscribeNamespace(id, std::get<moqt::SubscribeNamespace>(m));
+      break;
+    default:  // PUBLISH, SUBSCRIBE_TRACKS: we do not accept pushed tracks
+      SendRequestError(id, RequestErrorCode::kNotSupported, "not supported");
+      break;
+  }
+}
+
+void MoqtSessionImpl::OnLaterRequestMessage(StreamId id, InRequest& r, ControlMessage m) {
+  auto* u = std::get_if<RequestUpdate>(&m);
+  if (!u) {
+    ProtocolViolation(std::string("unexpected ") + std::string(MessageTypeName(MessageTypeOf(m))) +
+                      " on a request stream");
+    return;
+  }
+  if (!CheckPeerRequestId(u->request_id)) return;
+  if (!CheckTokens(u->params.authorization_tokens, false)) return;
+  if (r.kind == RequestKind::kSubscribe) {
+    HandleSubscriptionUpdate(r, *u);
+    return;
+  }
+  if (r.kind == RequestKind::kFetch) {
+    // Only SUBSCRIBER_PRIORITY (and tokens) apply to a fetch.
+    if (u->params.subscriber_priority) {
+      r.subscriber_priority = *u->params.subscriber_priority;
+    }
+    (void)SendControl(id, RequestOk{});
+    return;
+  }
+  SendRequestError(id, RequestErrorCode::kNotSupported, "update not supported", false);
+}
+
+std::optional<RequestErrorCode> MoqtSessionImpl::CheckRangeFilters(const RangeFilters& f) {
+  if (CountRanges(f) > config_.max_filter_ranges) return RequestErrorCode::kInvalidFilter;
+  return std::nullopt;
+}
+
+// ------------------------------------------------------------------------- publisher side
+void MoqtSessionImpl::HandleSubscribe(StreamId id, const moqt::Subscribe& m) {
+  if (!CheckTokens(m.params.authorization_tokens, false)) return;
+  if (cb_) {
+    if (auto err = cb_->AuthorizeRequest(MessageType::kSubscribe, m.track,
+                                         m.params.authorization_tokens)) {
+      SendRequestError(id, *err, "refused");
+      return;
+    }
+  }
+  if (auto err = CheckRangeFilters(m.params.range_filters)) {
+    SendRequestError(id, *err, "too many filter ranges");
+    return;
+  }
+  if (m.params.fill_parameters) {
+    if (auto err = CheckRangeFilters(m.params.fill_parameters->range_filters)) {
+      SendRequestError(id, *err, "too many filter ranges");
+      return;
+    }
+  }
+  std::shared_ptr<Track> track = source_ ? source_->FindTrack(m.track) : nullptr;
+  if (!track) {
+    SendRequestError(id, RequestErrorCode::kDoesNotExist, "no such track");
+    return;
+  }
+  InRequest r;
+  r.kind = RequestKind::kSubscribe;
+  r.id = m.request_id;
+  r.stream = id;
+  r.track = track;
+  r.alias = next_alias_++;
+  LocationFilter filter = m.params.location_filter.value_or(LocationFilter{});
+  r.live = SubscriptionRange(filter, track->largest());
+  r.filters = m.params.range_filters;
+  r.subscriber_priority = m.params.subscriber_priority.value_or(128);
+  r.group_order = m.params.group_order.value_or(track->options().group_order);
+  r.forward = m.params.forward.value_or(true);
+  SubscribeOk ok;
+  ok.track_alias = r.alias;
+  if (track->largest()) ok.params.largest_object = track->largest();
+  bool include = m.params.include_properties.value_or(true);
+  if (include) ok.track_properties = track->WireTrackProperties();
+  if (!SendControl(id, ok).ok()) {
+    SendRequestError(id, RequestErrorCode::kInternalError, "SUBSCRIBE_OK");
+    return;
+  }
+  uint64_t rid = r.id;
+  auto [it, inserted] = in_requests_.emplace(rid, std::move(r));
+  InRequest& sub = it->second;
+  if (m.params.fill_parameters && sub.forward) {
+    StartFill(sub, rid, *m.params.fill_parameters, filter);
+  }
+  if (track->ended()) sub.done_pending = true;
+  ServeTrack(track, rid);
+  MaybePublishDone(rid);
+}
+
+void MoqtSessionImpl::StartFill(InRequest& sub, uint64_t header_id, const FillParameters& fp,
+                                const LocationFilter& sub_filter) {
+  // Fill range: the inner LOCATION_FILTER, else the subscription's; kNone = the whole track; the
+  // end is clamped to the Largest Object now (FETCH rules).
+  LocationFilter f = fp.location_filter.value_or(sub_filter);
+  PendingFetchOpen p;
+  p.owner = sub.id;
+  p.header_id = header_id;
+  p.range = FetchRange(f, sub.track->largest());
+  if (p.range.empty()) return;  // empty fill range: no stream
+  p.order = fp.group_order.value_or(sub.group_order);
+  p.priority = fp.subscriber_priority.value_or(sub.subscriber_priority);
+  p.filters = fp.range_filters.empty() ? sub.filters : fp.range_filters;
+  p.fill = true;
+  OpenFetchStream(std::move(p));
+}
+
+void MoqtSessionImpl::OpenFetchStream(PendingFetchOpen p) {
+  auto it = in_requests_.find(p.owner);
+  if (it == in_requests_.end()) return;
+  InRequest& owner = it->second;
+  transport::Stream* s = t_->OpenOutgoingUnidirectionalStream();
+  if (!s) {
+    pending_fetch_opens_.push_back(std::move(p));
+    return;
+  }
+  if (p.fill) owner.streams_opened++;
+  Adopt(s, StreamEntry::Role::kDataOut);
+  StreamId sid = s->GetStreamId();
+  StreamEntry& e = streams_[sid];
+  e.out_data = std::make_unique<OutData>();
+  OutData& d = *e.out_data;
+  d.fetch = true;
+  d.owner = p.owner;
+  d.f_writer = std::make_unique<FetchStreamWriter>(p.order, config_.wire);
+  d.f = std::move(p);
+  owner.data_streams.insert(sid);
+  if (owner.kind == RequestKind::kFetch) owner.fetch_stream = sid;
+  stats_.data_streams_opened++;
+  s->SetSendOrder(DataSendOrder(d.f.priority, owner.track->options().publisher_priority, d.f.order,
+                                d.f.range.start.group, true));
+  Bytes header;
+  (void)AppendFetchHeader(FetchHeader{d.f.header_id}, &header, config_.wire);
+  // Unknown leading range: the oldest groups of the range were evicted (ascending only).
+  if (d.f.order == GroupOrder::kAscending && owner.track->GroupEvicted(d.f.range.start.group)) {
+    std::optional<uint64_t> oldest = owner.track->oldest_group();
+    uint64_t last_unknown = oldest ? *oldest - 1 : d.f.range.end->group;
+    if (d.f.range.end && last_unknown > d.f.range.end->group) last_unknown = d.f.range.end->group;
+    EndOfRange m{EndOfRangeKind::kUnknown, {last_unknown, UINT64_MAX}};
+    if (d.f_writer->AppendEndOfRange(m, &header).ok()) {
+      d.cursor = m.location;
+    }
+  }
+  (void)s->Write(header, false);
+  PumpData(sid);
+}
+
+void MoqtSessionImpl::OpenGroupStream(InRequest& sub, uint64_t group, uint64_t first_object) {
+  transport::Stream* s = t_->OpenOutgoingUnidirectionalStream();
+  if (!s) {
+    sub.waiting_groups.push_back({group, first_object});
+    pending_group_opens_.push_back({sub.id, {group, first_object}});
+    sub.group_streams[group] = 0;  // reserved
+    return;
+  }
+  Adopt(s, StreamEntry::Role::kDataOut);
+  StreamId sid = s->GetStreamId();
+  StreamEntry& e = streams_[sid];
+  e.out_data = std::make_unique<OutData>();
+  OutData& d = *e.out_data;
+  d.owner = sub.id;
+  d.group = group;
+  d.next_object = first_object;
+  SubgroupHeader h;
+  h.track_alias = sub.alias;
+  h.group_id = group;
+  h.id_mode = SubgroupIdMode::kZero;
+  h.publisher_priority = sub.track->options().publisher_priority;
+  h.has_properties = true;
+  h.first_object = first_object == 0;
+  d.sg_writer = std::make_unique<SubgroupStreamWriter>(h, config_.wire);
+  sub.group_streams[group] = sid;
+  sub.data_streams.insert(sid);
+  sub.streams_opened++;
+  stats_.data_streams_opened++;
+  s->SetSendOrder(DataSendOrder(sub.subscriber_priority, sub.track->options().publisher_priority,
+                                sub.group_order, group, false));
+  Bytes header;
+  (void)AppendSubgroupHeader(h, &header, config_.wire);
+  (void)s->Write(header, false);
+  PumpData(sid);
+}
+
+void MoqtSessionImpl::OnCanCreateNewOutgoingUnidirectionalStream() {
+  if (closing_) return;
+  while (!pending_fetch_opens_.empty() && t_->CanOpenNextOutgoingUnidirectionalStream()) {
+    PendingFetchOpen p = std::move(pending_fetch_opens_.front());
+    pending_fetch_opens_.pop_front();
+    auto it = in_requests_.find(p.owner);
+    if (it == in_requests_.end()) continue;
+    OpenFetchStream(std::move(p));
+  }
+  while (!pending_group_opens_.empty() && t_->CanOpenNextOutgoingUnidirectionalStream()) {
+    auto [sub_id, g] = pending_group_opens_.front();
+    pending_group_opens_.pop_front();
+    auto it = in_requests_.find(sub_id);
+    if (it == in_requests_.end()) continue;
+    InRequest& sub = it->second;
+    auto w = std::find(sub.waiting_groups.begin(), sub.waiting_groups.end(), g);
+    if (w == sub.waiting_groups.end()) continue;
+    sub.waiting_groups.erase(w);
+    sub.group_streams.erase(g.first);
+    OpenGroupStream(sub, g.first, g.second);
+  }
+}
+
+void MoqtSessionImpl::ServeTrack(const std::shared_ptr<Track>& t, uint64_t sub) {
+  auto& entry = served_[t.get()];
+  if (!entry.first) {
+    entry.first = t;
+    t->AddListener(this);
+  }
+  entry.second.insert(sub);
+}
+
+void MoqtSessionImpl::UnserveTrack(Track* t, uint64_t sub) {
+  auto it = served_.find(t);
+  if (it == served_.end()) return;
+  it->second.second.erase(sub);
+  if (it->second.second.empty()) {
+    t->RemoveListener(this);
+    served_.erase(it);
+  }
+}
+
+void MoqtSessionImpl::OnObjectAdded(Track& track, const PublishedObject& o) {
+  if (closing_) return;
+  auto it = served_.find(&track);
+  if (it == served_.end()) return;
+  std::vector<uint64_t> subs(it->second.second.begin(), it->second.second.end());
+  for (uint64_t sid : subs) {
+    if (closing_) return;
+    auto rit = in_requests_.find(sid);
+    if (rit == in_requests_.end()) continue;
+    InRequest& sub = rit->second;
+    if (o.status == ObjectStatus::kEndOfTrack) sub.done_pending = true;
+    if (sub.forward && sub.live.Contains(o.location) &&
+        !sub.stopped_groups.count(o.location.group)) {
+      bool sent = false;
+      if (track.options().prefer_datagrams && o.status == ObjectStatus::kNormal &&
+          !sub.group_streams.count(o.location.group)) {
+        SendDatagram(sub, o, &sent);
+      }
+      if (!sent) {
+        auto g = sub.group_streams.find(o.location.group);
+        if (g == sub.group_streams.end()) {
+          OpenGroupStream(sub, o.location.group, o.location.object);
+        } else if (g->second != 0) {
+          PumpData(g->second);
+        }
+      }
+    }
+    if (closing_) return;
+    MaybePublishDone(sid);
+  }
+}
+
+void MoqtSessionImpl::SendDatagram(InRequest& sub, const PublishedObject& o, bool* sent) {
+  *sent = false;
+  size_t max = t_->GetMaxDatagramSize();
+  if (max == 0) return;
+  ObjectDatagram d;
+  d.track_alias = sub.alias;
+  d.location = o.location;
+  d.publisher_priority = o.publisher_priority;
+  d.properties = o.properties;
+  if (!PassesRangeFilters(sub.filters, 0, o.location.object, o.publisher_priority, o.properties)) {
+    *sent = true;  // filtered out: nothing to send
+    return;
+  }
+  Bytes out;
+  if (!AppendObjectDatagram(d, *o.payload, &out, config_.wire).ok() || out.size() > max) return;
+  if (t_->SendOrQueueDatagram(out).ok()) {
+    *sent = true;
+    stats_.datagrams_sent++;
+    stats_.objects_sent++;
+  }
+}
+
+void MoqtSessionImpl::PumpData(StreamId id) {
+  if (closing_) return;
+  StreamEntry* e = Entry(id);
+  if (!e || !e->out_data || e->out_data->finished) return;
+  if (e->out_data->fetch) {
+    PumpFetch(id, *e);
+  } else {
+    PumpSubgroup(id, *e);
+  }
+}
+
+void MoqtSessionImpl::PumpSubgroup(StreamId id, StreamEntry& e) {
+  OutData& d = *e.out_data;
+  transport::Stream* s = TStream(id);
+  auto rit = in_requests_.find(d.owner);
+  if (!s || rit == in_requests_.end()) return;
+  InRequest& sub = rit->second;
+  const Track& track = *sub.track;
+  while (s->CanWrite()) {
+    const PublishedObject* o = track.NextInGroup(d.group, d.next_object);
+    if (!o) {
+      if (track.GroupEvicted(d.group)) {
+        s->ResetWithCode(static_cast<uint64_t>(StreamResetCode::kTooFarBehind));
+        DataOutFinished(id, e);
+      } else if (track.GroupEnded(d.group) || track.ended()) {
+        (void)s->Write({}, true);  // the group's end was not in our range: just FIN
+        DataOutFinished(id, e);
+      }
+      return;
+    }
+    d.next_object = o->location.object + 1;
+    if (!sub.live.Contains(o->location)) {
+      if (sub.live.end && o->location > *sub.live.end) {
+        (void)s->Write({}, true);
+        DataOutFinished(id, e);
+        return;
+      }
+      continue;
+    }
+    if (o->status == ObjectStatus::kNormal &&
+        !PassesRangeFilters(sub.filters, o->subgroup_id, o->location.object, o->publisher_priority,
+                            o->properties)) {
+      if (d.next_object == 0) return;
+      continue;
+    }
+    Bytes out;
+    Status st = d.sg_writer->AppendObject(
+        o->location.object, o->status,
+        o->status == ObjectStatus::kNormal ? o->properties : Properties{}, *o->payload, &out);
+    if (!st.ok()) {
+      s->ResetWithCode(static_cast<uint64_t>(StreamResetCode::kInternalError));
+      DataOutFinished(id, e);
+      return;
+    }
+    bool last = o->status != ObjectStatus::kNormal;
+    if (!s->Write(out, last).ok()) return;
+    stats_.objects_sent++;
+    if (last) {
+      DataOutFinished(id, e);
+      return;
+    }
+  }
+}
+
+const PublishedObject* MoqtSessionImpl::NextFetchObject(const Track& t, const OutData& d) const {
+  const LocationRange& r = d.f.range;
+  if (r.empty() || !r.end) return nullptr;
+  const bool asc = d.f.order == GroupOrder::kAscending;
+  std::optional<uint64_t> g;
+  uint64_t min_obj = 0;
+  if (d.cursor) {
+    g = d.cursor->group;
+    if (d.cursor->object == UINT64_MAX) {
+      g = t.NextGroup(g, d.f.order);
+      min_obj = 0;
+    } else {
+      min_obj = d.cursor->object + 1;
+    }
+  } else {
+    g = asc ? r.start.group : r.end->group;
+    min_obj = *g == r.start.group ? r.start.object : 0;
+  }
+  while (g) {
+    if (asc ? *g > r.end->group : *g < r.start.group) return nullptr;
+    if (*g == r.start.group) min_obj = std::max(min_obj, r.start.object);
+    const PublishedObject* o = t.NextInGroup(*g, min_obj);
+    while (o && o->status != ObjectStatus::kNormal) {
+      o = o->location.object == UINT64_MAX ? nullptr : t.NextInGroup(*g, o->location.object + 1);
+    }
+    if (o && r.Contains(o->location)) return o;
+    g = t.NextGroup(g, d.f.order);
+    min_obj = 0;
+  }
+  return nullptr;
+}
+
+void MoqtSessionImpl::PumpFetch(StreamId id, StreamEntry& e) {
+  OutData& d = *e.out_data;
+  transport::Stream* s = TStream(id);
+  auto rit = in_requests_.find(d.owner);
+  if (!s || rit == in_requests_.end()) return;
+  InRequest& owner = rit->second;
+  const Track& track = *owner.track;
+  while (s->CanWrite()) {
+    if (d.cursor && d.f.order == GroupOrder::kAscending && d.cursor->object != UINT64_MAX &&
+        track.GroupEvicted(d.cursor->group + 1) && d.cursor->group + 1 <= d.f.range.end->group) {
+      // Groups we still had to send were evicted under us.
+      s->ResetWithCode(static_cast<uint64_t>(StreamResetCode::kTooFarBehind));
+      DataOutFinished(id, e);
+      return;
+    }
+    const PublishedObject* o = NextFetchObject(track, d);
+    if (!o) {
+      (void)s->Write({}, true);
+      DataOutFinished(id, e);
+      return;
+    }
+    if (!d.cursor || d.cursor->group != o->location.group) {
+      s->SetSendOrder(DataSendOrder(d.f.priority, o->publisher_priority, d.f.order,
+                                    o->location.group, d.f.fill));
+    }
+    d.cursor = o->location;
+    if (!PassesRangeFilters(d.f.filters, o->subgroup_id, o->location.object, o->publisher_priority,
+                            o->properties)) {
+      continue;
+    }
+    ObjectHeader h;
+    h.location = o->location;
+    h.subgroup_id = o->subgroup_id;
+    h.publisher_priority = o->publisher_priority;
+    h.properties = o->properties;
+    h.payload_length = o->payload->size();
+    Bytes out;
+    if (!d.f_writer->AppendObject(h, *o->payload, &out).ok()) {
+      s->ResetWithCode(static_cast<uint64_t>(StreamResetCode::kInternalError));
+      DataOutFinished(id, e);
+      return;
+    }
+    if (!s->Write(out, false).ok()) return;
+    stats_.objects_sent++;
+  }
+}
+
+void MoqtSessionImpl::DataOutFinished(StreamId id, StreamEntry& e) {
+  OutData& d = *e.out_data;
+  if (d.finished) return;
+  d.finished = true;
+  auto it = in_requests_.find(d.owner);
+  if (it == in_requests_.end()) return;
+  InRequest& r = it->second;
+  r.data_streams.erase(id);
+  if (!d.fetch) {
+    auto g = r.group_streams.find(d.group);
+    if (g != r.group_streams.end() && g->second == id) r.group_streams.erase(g);
+  }
+  if (r.kind == RequestKind::kFetch) {
+    EndInRequest(r.id, false);
+    return;
+  }
+  MaybePublishDone(r.id);
+}
+
+void MoqtSessionImpl::MaybePublishDone(uint64_t sub_id) {
+  auto it = in_requests_.find(sub_id);
+  if (it == in_requests_.end()) return;
+  InRequest& r = it->second;
+  if (r.kind != RequestKind::kSubscribe || !r.done_pending) return;
+  if (!r.data_streams.empty() || !r.waiting_groups.empty()) return;
+  for (const PendingFetchOpen& p : pending_fetch_opens_) {
+    if (p.owner == sub_id) return;
+  }
+  PublishDone done;
+  done.status_code = static_cast<uint64_t>(r.done_code);
+  done.stream_count = r.streams_opened;
+  done.reason = r.done_code == PublishDoneCode::kTrackEnded ? "track ended" : "done";
+  (void)SendControl(r.stream, done, true);
+  EndInRequest(sub_id, false);
+}
+
+void MoqtSessionImpl::EndInRequest(uint64_t id, bool reset_streams) {
+  auto it = in_requests_.find(id);
+  if (it == in_requests_.end()) return;
+  InRequest& r = it->second;
+  if (reset_streams) {
+    std::vector<StreamId> ds(r.data_streams.begin(), r.data_streams.end());
+    for (StreamId sid : ds) {
+      if (transport::Stream* s = TStream(sid)) {
+        s->ResetWithCode(static_cast<uint64_t>(StreamResetCode::kCancelled));
+      }
+      if (StreamEntry* e = Entry(sid); e && e->out_data) e->out_data->finished = true;
+    }
+  }
+  if (r.track) UnserveTrack(r.track.get(), id);
+  if (r.ns_listener && source_) source_->RemoveNamespaceListener(r.ns_listener.get());
+  if (r.kind == RequestKind::kPublishNamespace && cb_) cb_->OnPublishNamespaceDone(r.prefix);
+  pending_group_opens_.erase(
+      std::remove_if(pending_group_opens_.begin(), pending_group_opens_.end(),
+                     [id](const auto& p) { return p.first == id; }),
+      pending_group_opens_.end());
+  in_requests_.erase(id);
+}
+
+void MoqtSessionImpl::HandleSubscriptionUpdate(InRequest& r, const RequestUpdate& m) {
+  const MessageParameters& p = m.params;
+  std::optional<RequestErrorCode> err = CheckRangeFilters(p.range_filters);
+  if (!err && p.fill_parameters) err = CheckRangeFilters(p.fill_parameters->range_filters);
+  if (err) {
+    SendRequestError(r.stream, *err, "update refused", false);
+    // A failed update terminates the subscription (PUBLISH_DONE UPDATE_FAILED).
+    std::vector<StreamId> ds(r.data_streams.begin(), r.data_streams.end());
+    for (StreamId sid : ds) {
+      if (transport::Stream* s = TStream(sid)) {
+        s->ResetWithCode(static_cast<uint64_t>(StreamResetCode::kCancelled));
+      }
+      if (StreamEntry* e = Entry(sid); e && e->out_data) e->out_data->finished = true;
+    }
+    r.data_streams.clear();
+    r.group_streams.clear();
+    r.done_pending = true;
+    r.done_code = PublishDoneCode::kUpdateFailed;
+    MaybePublishDone(r.id);
+    return;
+  }
+  if (p.subscriber_priority) {
+    r.subscriber_priority = *p.subscriber_priority;
+    for (auto& [g, sid] : r.group_streams) {
+      if (transport::Stream* s = sid ? TStream(sid) : nullptr) {
+        s->SetSendOrder(DataSendOrder(r.subscriber_priority, r.track->options().publisher_priority,
+                                      r.group_order, g, false));
+      }
+    }
+  }
+  LocationFilter filter{LocationFilterType::kNone};
+  if (p.location_filter) {
+    filter = *p.location_filter;
+    r.live = SubscriptionRange(filter, r.track->largest());
+  }
+  if (!p.range_filters.empty()) r.filters = p.range_filters;
+  if (p.forward) r.forward = *p.forward;
+  RequestOk ok;
+  if (r.track->largest()) ok.params.largest_object = r.track->largest();
+  (void)SendControl(r.stream, ok);
+  if (p.fill_parameters && r.forward) {
+    StartFill(r, m.request_id, *p.fill_parameters,
+              p.location_filter ? filter : LocationFilter{LocationFilterType::kNone});
+  }
+}
+
+void MoqtSessionImpl::HandleFetch(StreamId id, const moqt::Fetch& m) {
+  if (!CheckTokens(m.params.authorization_tokens, false)) return;
+  if (cb_) {
+    if (auto err =
+            cb_->AuthorizeRequest(MessageType::kFetch, m.track, m.params.authorization_tokens)) {
+      SendRequestError(id, *err, "refused");
+      return;
+    }
+  }
+  if (auto err = CheckRangeFilters(m.params.range_filters)) {
+    SendRequestError(id, *err, "too many filter ranges");
+    return;
+  }
+  std::shared_ptr<Track> track = source_ ? source_->FindTrack(m.track) : nullptr;
+  if (!track) {
+    SendRequestError(id, RequestErrorCode::kDoesNotExist, "no such track");
+    return;
+  }
+  std::optional<Location> largest = track->largest();
+  LocationFilter f = m.params.location_filter.value_or(LocationFilter{});
+  LocationRange range = FetchRange(f, largest);
+  // Nothing published, or the start lies beyond the Largest Object: INVALID_RANGE (read
+  // literally, this refuses Next Object and Relative Start 0; docs/protocols/moqt-session.md).
+  if (!largest || FilterStart(f, largest) > *largest) {
+    SendRequestError(id, RequestErrorCode::kInvalidRange, "start beyond the largest object");
+    return;
+  }
+  FetchOk ok;
+  Location end = *range.end;
+  if (end.object == UINT64_MAX) {
+    std::optional<uint64_t> last = track->LastNormalObject(end.group);
+    end.object = last ? *last : 0;
+  }
+  ok.end_location = end;
+  std::optional<Location> last_normal = track->largest_normal();
+  ok.end_of_track = track->ended() && (!last_normal || end >= *last_normal);
+  if (m.params.include_properties.value_or(true))
+    ok.track_properties = track->WireTrackProperties();
+  InRequest r;
+  r.kind = RequestKind::kFetch;
+  r.id = m.request_id;
+  r.stream = id;
+  r.track = track;
+  r.subscriber_priority = m.params.subscriber_priority.value_or(128);
+  in_requests_.emplace(r.id, std::move(r));
+  (void)SendControl(id, ok, true);
+  PendingFetchOpen p;
+  p.owner = m.request_id;
+  p.header_id = m.request_id;
+  p.range = range;
+  p.order = m.params.group_order.value_or(GroupOrder::kAscending);
+  p.priority = m.params.subscriber_priority.value_or(128);
+  p.filters = m.params.range_filters;
+  OpenFetchStream(std::move(p));
+}
+
+void MoqtSessionImpl::HandleTrackStatus(StreamId id, const moqt::TrackStatus& m) {
+  if (!CheckTokens(m.params.authorization_tokens, false)) return;
+  if (cb_) {
+    if (auto err = cb_->AuthorizeRequest(MessageType::kTrackStatus, m.track,
+                                         m.params.authorization_tokens)) {
+      SendRequestError(id, *err, "refused");
+      return;
+    }
+  }
+  std::shared_ptr<Track> track = source_ ? source_->FindTrack(m.track) : nullptr;
+  if (!track) {
+    SendRequestError(id, RequestErrorCode::kDoesNotExist, "no such track");
+    return;
+  }
+  RequestOk ok;
+  if (track->largest()) ok.params.largest_object = track->largest();
+  if (m.params.include_properties.value_or(true))
+    ok.track_properties = track->WireTrackProperties();
+  (void)SendControl(id, ok, true);
+}
+
+void MoqtSessionImpl::HandlePublishNamespace(StreamId id, const moqt::PublishNamespace& m) {
+  if (!CheckTokens(m.params.authorization_tokens, false)) return;
+  size_t count = 0;
+  for (auto& [rid, r] : in_requests_) count += r.kind == RequestKind::kPublishNamespace;
+  if (count >= kMaxNamespacesPerSession) {
+    SendRequestError(id, RequestErrorCode::kExcessiveLoad, "too many namespaces");
+    return;
+  }
+  if (cb_) {
+    if (auto err = cb_->OnPublishNamespace(m.track_namespace)) {
+      SendRequestError(id, *err, "refused");
+      return;
+    }
+  }
+  InRequest r;
+  r.kind = RequestKind::kPublishNamespace;
+  r.id = m.request_id;
+  r.stream = id;
+  r.prefix = m.track_namespace;
+  in_requests_.emplace(r.id, std::move(r));
+  (void)SendControl(id, RequestOk{});
+}
+
+void MoqtSessionImpl::HandleSubscribeNamespace(StreamId id, const moqt::SubscribeNamespace& m) {
+  if (!CheckTokens(m.params.authorization_tokens, false)) return;
+  if (cb_) {
+    if (auto err =
+            cb_->AuthorizeRequest(MessageType::kSubscribeNamespace, FullTrackName{m.prefix, ""},
+                                  m.params.authorization_tokens)) {
+      SendRequestError(id, *err, "refused");
+      return;
+    }
+  }
+  for (auto& [rid, r] : in_requests_) {
+    if (r.kind == RequestKind::kSubscribeNamespace && PrefixesOverlap(r.prefix, m.prefix)) {
+      SendRequestError(id, RequestErrorCode::kPrefixOverlap, "prefix overlaps an active one");
+      return;
+    }
+  }
+  if (!source_) {
+    SendRequestError(id, RequestErrorCode::kDoesNotExist, "nothing published here");
+    return;
+  }
+  InRequest r;
+  r.kind = RequestKind::kSubscribeNamespace;
+  r.id = m.request_id;
+  r.stream = id;
+  r.prefix = m.prefix;
+  r.ns_listener = std::make_unique<NamespaceRelay>(this, r.id);
+  auto [it, ins] = in_requests_.emplace(r.id, std::move(r));
+  InRequest& req = it->second;
+  (void)SendControl(id, RequestOk{});
+  source_->AddNamespaceListener(req.ns_listener.get());
+  for (const TrackNamespace& ns : source_->ListNamespaces()) {
+    NamespaceChanged(m.request_id, ns, true);
+    if (closing_) return;
+  }
+}
+
+void MoqtSessionImpl::NamespaceChanged(uint64_t request_id, const TrackNamespace& ns, bool added) {
+  if (closing_) return;
+  auto it = in_requests_.find(request_id);
+  if (it == in_requests_.end()) return;
+  InRequest& r = it->second;
+  if (!NamespaceHasPrefix(ns, r.prefix)) return;
+  if (added) {
+    if (r.sent_ns.count(ns) || r.sent_ns.size() >= kMaxNamespacesPerSession) return;
+    r.sent_ns.insert(ns);
+    (void)SendControl(r.stream, Namespace{Suffix(ns, r.prefix)});
+  } else {
+    if (!r.sent_ns.erase(ns)) return;
+    (void)SendControl(r.stream, NamespaceDone{Suffix(ns, r.prefix)});
+  }
+}
+
+// ------------------------------------------------------------------------ subscriber side
+void MoqtSessionImpl::OnResponseMessage(StreamId id, OutRequest& r, ControlMessage m) {
+  if (auto* g = std::get_if<moqt::GoAway>(&m)) {
+    (void)g;  // a per-request GOAWAY: nothing to migrate to in this implementation
+    return;
+  }
+  const uint64_t rid = r.id;
+  auto* err = std::get_if<RequestError>(&m);
+  switch (r.kind) {
+    case RequestKind::kSubscribe: {
+      if (!r.answered) {
+        r.answered = true;
+        if (err) {
+          auto v = r.sub_visitor;
+          SubscriptionDone d;
+          d.error = *err;
+          d.all_streams_received = false;
+          FinishOutRequest(rid);
+          FinStream(id);
+          if (v) v->OnComplete(d);
+          return;
+        }
+        auto* ok = std::get_if<SubscribeOk>(&m);
+        if (!ok) {
+          ProtocolViolation("SUBSCRIBE answered with something else");
+          return;
+        }
+        if (auto a = alias_to_sub_.find(ok->track_alias); a != alias_to_sub_.end()) {
+          auto other = out_requests_.find(a->second);
+          if (other != out_requests_.end() && !(other->second.track == r.track)) {
+            Close(SessionError::kDuplicateTrackAlias, "track alias reused");
+            return;
+          }
+        }
+        r.alias = ok->track_alias;
+        alias_to_sub_[ok->track_alias] = rid;
+        r.live_range = SubscriptionRange(r.sub_options.filter, ok->params.largest_object);
+        SubscribeOkInfo info;
+        info.track_alias = ok->track_alias;
+        info.largest = ok->params.largest_object;
+        info.expires_ms = ok->params.expires_ms;
+        info.track_properties = ok->track_properties;
+        auto v = r.sub_visitor;
+        if (v) v->OnSubscribeOk(info);
+        if (closing_) return;
+        UnparkData(ok->track_alias);
+        return;
+      }
+      if (std::holds_alternative<RequestOk>(m) || err) {
+        if (r.pending_updates.empty()) {
+          ProtocolViolation("REQUEST_OK/REQUEST_ERROR without an update");
+          return;
+        }
+        uint64_t uid = r.pending_updates.front();
+        r.pending_updates.pop_front();
+        auto v = r.sub_visitor;
+        std::optional<RequestError> e;
+        if (err) e = *err;
+        if (v) v->OnUpdateResult(uid, e);
+        return;
+      }
+      if (auto* done = std::get_if<PublishDone>(&m)) {
+        if (r.done) {
+          ProtocolViolation("second PUBLISH_DONE");
+          return;
+        }
+        r.done = *done;
+        r.done_at_ms = Now();
+        MaybeCompleteSubscription(rid);
+        return;
+      }
+      if (std::holds_alternative<PublishStateNotify>(m)) return;
+      ProtocolViolation(std::string("unexpected ") +
+                        std::string(MessageTypeName(MessageTypeOf(m))) + " for a subscription");
+      return;
+    }
+    case RequestKind::kFetch: {
+      if (r.answered) {
+        ProtocolViolation("unexpected message after FETCH_OK");
+        return;
+      }
+      r.answered = true;
+      if (err) {
+        auto v = r.fetch_visitor;
+        FetchDone d;
+        d.error = *err;
+        FinishOutRequest(rid);
+        if (v) v->OnComplete(d);
+        return;
+      }
+      auto* ok = std::get_if<FetchOk>(&m);
+      if (!ok) {
+        ProtocolViolation("FETCH answered with something else");
+        return;
+      }
+      r.fetch_ok = *ok;
+      MaybeCompleteFetch(rid);
+      return;
+    }
+    case RequestKind::kTrackStatus: {
+      if (r.answered) {
+        ProtocolViolation("unexpected message after TRACK_STATUS_OK");
+        return;
+      }
+      r.answered = true;
+      TrackStatusReply rep;
+      if (err) {
+        rep.error = *err;
+      } else if (auto* ok = std::get_if<RequestOk>(&m)) {
+        rep.largest = ok->params.largest_object;
+        rep.track_properties = ok->track_properties;
+      } else {
+        ProtocolViolation("TRACK_STATUS answered with something else");
+        return;
+      }
+      auto cb = r.status_cb;
+      FinishOutRequest(rid);
+      if (cb) cb(rep);
+      return;
+    }
+    case RequestKind::kPublishNamespace: {
+      if (r.answered) {
+        ProtocolViolation("unexpected message after PUBLISH_NAMESPACE answer");
+        return;
+      }
+      r.answered = true;
+      std::optional<RequestError> e;
+      if (err) {
+        e = *err;
+      } else if (auto* ok = std::get_if<RequestOk>(&m)) {
+        if (!ok->track_properties.empty()) {
+          ProtocolViolation("track properties outside TRACK_STATUS_OK");
+          return;
+        }
+      } else {
+        ProtocolViolation("PUBLISH_NAMESPACE answered with something else");
+        return;
+      }
+      auto cb = r.result_cb;
+      if (err) FinishOutRequest(rid);
+      if (cb) cb(e);
+      return;
+    }
+    case RequestKind::kSubscribeNamespace: {
+      if (!r.answered) {
+        r.answered = true;
+        if (err) {
+          auto v = r.ns_visitor;
+          FinishOutRequest(rid);
+          if (v) v->OnClosed(*err);
+          return;
+        }
+        auto* ok = std::get_if<RequestOk>(&m);
+        if (!ok) {
+          ProtocolViolation("SUBSCRIBE_NAMESPACE answered with something else");
+          return;
+        }
+        if (!ok->track_properties.empty()) {
+          ProtocolViolation("track properties outside TRACK_STATUS_OK");
+          return;
+        }
+        if (r.ns_visitor) r.ns_visitor->OnRequestOk();
+        return;
+      }
+      auto v = r.ns_visitor;
+      if (auto* n = std::get_if<Namespace>(&m)) {
+        if (r.active_ns.count(n->suffix)) {
+          ProtocolViolation("NAMESPACE for an active namespace");
+          return;
+        }
+        if (r.active_ns.size() >= kMaxNamespacesPerSession) {
+          Close(SessionError::kProtocolViolation, "too many namespaces");
+          return;
+        }
+        r.active_ns.insert(n->suffix);
+        if (v) v->OnNamespace(n->suffix);
+        return;
+      }
+      if (auto* n = std::get_if<NamespaceDone>(&m)) {
+        if (!r.active_ns.erase(n->suffix)) {
+          ProtocolViolation("NAMESPACE_DONE before its NAMESPACE");
+          return;
+        }
+        if (v) v->OnNamespaceDone(n->suffix);
+        return;
+      }
+      ProtocolViolation("unexpected message for SUBSCRIBE_NAMESPACE");
+      return;
+    }
+    default:
+      ProtocolViolation("unexpected response");
+  }
+}
+
+void MoqtSessionImpl::ProbeUniStream(StreamId id) {
+  if (closing_) return;
+  StreamEntry* e = Entry(id);
+  transport::Stream* s = TStream(id);
+  if (!e || !s) return;
+  transport::Stream::PeekResult p = s->PeekReadable();
+  if (p.data.empty()) {
+    if (p.fin) ProtocolViolation("empty unidirectional stream");
+    return;
+  }
+  Result<UniStreamKind> kind = PeekUniStreamType(p.data);
+  if (!kind.ok()) {
+    if (kind.status().code() == Code::kNeedMoreData) {
+      if (p.fin) ProtocolViolation("unidirectional stream ended inside its type");
+      return;
+    }
+    ProtocolViolation("unknown unidirectional stream type");
+    return;
+  }
+  if (*kind == UniStreamKind::kControl) {
+    if (control_in_) {
+      ProtocolViolation("second control stream");
+      return;
+    }
+    control_in_ = id;
+    e->role = StreamEntry::Role::kControlIn;
+    e->parser = std::make_unique<ControlStreamParser>(config_.wire);
+    ReadControlIn(id);
+    return;
+  }
+  if (!setup_received_) return;  // held until SETUP (flow control stops the peer)
+  if (*kind == UniStreamKind::kSubgroup) {
+    // Read the header without consuming: the Track Alias decides whether we read on.
+    struct HeaderProbe : DataStreamVisitor {
+      std::optional<SubgroupHeader> h;
+      void OnSubgroupHeader(const SubgroupHeader& header) override { h = header; }
+      void OnObjectHeader(const ObjectHeader&) override {}
+      void OnObjectPayload(ByteSpan, bool) override {}
+      void OnStreamEnd() override {}
+      void OnError(const Status&) override {}
+    } probe;
+    DataStreamParser pp(&probe, config_.wire);
+    pp.OnData(p.data.subspan(0, std::min<size_t>(p.data.size(), kMaxDataUnitBytes)), false);
+    if (probe.h && !alias_to_sub_.count(probe.h->track_alias)) {
+      bool retired = std::find(retired_aliases_.begin(), retired_aliases_.end(),
+                               probe.h->track_alias) != retired_aliases_.end();
+      if (retired || parked_data_ >= kMaxParkedDataStreams) {
+        e->role = StreamEntry::Role::kDataIn;
+        s->SendStopSending(static_cast<uint64_t>(StreamResetCode::kCancelled));
+        return;
+      }
+      if (!e->parked) {
+        e->parked = true;
+        ++parked_data_;
+      }
+      return;  // parked until SUBSCRIBE_OK names the alias
+    }
+    if (!probe.h && !pp.failed() && !p.fin && p.data.size() < kMaxDataUnitBytes) return;
+  }
+  if (e->parked) {
+    e->parked = false;
+    if (parked_data_) --parked_data_;
+  }
+  e->role = StreamEntry::Role::kDataIn;
+  e->in = std::make_unique<InData>(this, id, config_.wire);
+  ReadDataIn(id);
+}
+
+void MoqtSessionImpl::UnparkData(uint64_t alias) {
+  std::vector<StreamId> ids;
+  for (auto& [id, e] : streams_) {
+    if (e.role == StreamEntry::Role::kUnknownUni && e.parked) ids.push_back(id);
+  }
+  (void)alias;
+  for (StreamId id : ids) {
+    if (closing_) return;
+    ProbeUniStream(id);
+  }
+}
+
+void MoqtSessionImpl::ReadDataIn(StreamId id) {
+  for (;;) {
+    if (closing_) return;
+    StreamEntry* e = Entry(id);
+    transport::Stream* s = TStream(id);
+    if (!e || !s || !e->in) return;
+    transport::Stream::PeekResult p = s->PeekReadable();
+    if (p.data.empty() && !p.fin) return;
+    if (e->in->refused) {
+      s->Consume(p.data.size());
+      return;
+    }
+    // Copy: the peeked view is invalidated by calls on the stream from inside callbacks.
+    Bytes chunk(p.data.begin(), p.data.end());
+    bool fin = s->Consume(chunk.size()) || (p.fin && chunk.empty());
+    e->in->parser_.OnData(chunk, fin);
+    if (fin || chunk.empty()) return;
+  }
+}
+
+bool MoqtSessionImpl::AttributeSubgroup(InData* d, const SubgroupHeader& h) {
+  auto a = alias_to_sub_.find(h.track_alias);
+  if (a == alias_to_sub_.end()) {
+    RefuseDataStream(d, StreamResetCode::kCancelled);
+    return false;
+  }
+  auto it = out_requests_.find(a->second);
+  if (it == out_requests_.end()) {
+    RefuseDataStream(d, StreamResetCode::kCancelled);
+    return false;
+  }
+  OutRequest& r = it->second;
+  d->owner = r.id;
+  d->attributed = true;
+  r.streams_seen++;
+  r.streams_open++;
+  if (r.done && r.done->stream_count != kStreamCountUnknown &&
+      r.streams_seen > r.done->stream_count) {
+    ProtocolViolation("more data streams than PUBLISH_DONE counted");
+    return false;
+  }
+  return true;
+}
+
+std::optional<GroupOrder> MoqtSessionImpl::AttributeFetch(InData* d, uint64_t request_id) {
+  auto o = fetch_id_owner_.find(request_id);
+  if (o == fetch_id_owner_.end()) {
+    uint64_t parity = config_.perspective == Perspective::kClient ? 0 : 1;
+    bool ours = request_id % 2 == parity && request_id < next_request_id_;
+    if (!ours) {
+      ProtocolViolation("fetch stream for a request we never sent");
+      return std::nullopt;
+    }
+    RefuseDataStream(d, StreamResetCode::kCancelled);
+    return std::nullopt;
+  }
+  auto it = out_requests_.find(o->second);
+  if (it == out_requests_.end()) {
+    RefuseDataStream(d, StreamResetCode::kCancelled);
+    return std::nullopt;
+  }
+  OutRequest& r = it->second;
+  d->owner = r.id;
+  d->attributed = true;
+  if (r.kind == RequestKind::kFetch) {
+    if (r.fetch_data_seen) {
+      ProtocolViolation("second fetch stream for one FETCH");
+      return std::nullopt;
+    }
+    r.fetch_data_seen = true;
+    return r.fetch_order;
+  }
+  d->fill = true;
+  r.streams_seen++;
+  r.streams_open++;
+  if (r.done && r.done->stream_count != kStreamCountUnknown &&
+      r.streams_seen > r.done->stream_count) {
+    ProtocolViolation("more data streams than PUBLISH_DONE counted");
+    return std::nullopt;
+  }
+  // Fill group order: inner GROUP_ORDER, else the subscription's, else Ascending.
+  return r.sub_options.fill_group_order.value_or(
+      r.sub_options.group_order.value_or(GroupOrder::kAscending));
+}
+
+void MoqtSessionImpl::RefuseDataStream(InData* d, StreamResetCode code) {
+  if (d->refused) return;
+  d->refused = true;
+  if (transport::Stream* s = TStream(d->id_)) s->SendStopSending(static_cast<uint64_t>(code));
+  if (d->attributed && !d->ended) {
+    d->ended = true;
+    DataStreamEnded(d, false);
+  }
+}
+
+void MoqtSessionImpl::DeliverObject(InData* d, ByteSpan payload) {
+  if (closing_ || d->refused) return;
+  auto it = out_requests_.find(d->owner);
+  if (it == out_requests_.end()) return;
+  OutRequest& r = it->second;
+  stats_.objects_received++;
+  ReceivedObject o;
+  o.location = d->cur.location;
+  o.subgroup_id = d->cur.subgroup_id.value_or(0);
+  o.status = d->cur.status;
+  o.properties = &d->cur.properties;
+  o.payload = payload;
+  if (r.kind == RequestKind::kFetch) {
+    o.publisher_priority = d->cur.publisher_priority.value_or(128);
+    o.via = DeliveryKind::kFetch;
+    if (!r.local_object_ranges.empty() && !InRanges(r.local_object_ranges, o.location.object)) {
+      return;
+    }
+    auto v = r.fetch_visitor;
+    if (v) v->OnObject(o);
+    return;
+  }
+  if (d->fill) {
+    o.publisher_priority = d->cur.publisher_priority.value_or(128);
+    o.via = DeliveryKind::kFill;
+  } else {
+    o.publisher_priority = d->header.publisher_priority.value_or(128);
+    o.via = DeliveryKind::kSubscription;
+    if (o.status == ObjectStatus::kEndOfTrack) r.eot_seen = true;
+    if (r.live_range && !r.live_range->Contains(o.location)) return;
+  }
+  if (o.status == ObjectStatus::kNormal && !r.local_object_ranges.empty() &&
+      !InRanges(r.local_object_ranges, o.location.object)) {
+    return;
+  }
+  auto v = r.sub_visitor;
+  if (v) v->OnObject(o);
+}
+
+void MoqtSessionImpl::DeliverEndOfRange(InData* d, const EndOfRange& m) {
+  auto it = out_requests_.find(d->owner);
+  if (it == out_requests_.end()) return;
+  auto v = it->second.fetch_visitor;
+  if (v) v->OnEndOfRange(m);
+}
+
+void MoqtSessionImpl::DataStreamEnded(InData* d, bool clean) {
+  d->ended = true;
+  if (!d->attributed || closing_) return;
+  auto it = out_requests_.find(d->owner);
+  if (it == out_requests_.end()) return;
+  OutRequest& r = it->second;
+  if (r.kind == RequestKind::kFetch) {
+    if (clean) {
+      r.fetch_data_fin = true;
+    } else {
+      r.fetch_data_reset = true;
+    }
+    MaybeCompleteFetch(r.id);
+    return;
+  }
+  if (r.streams_open) r.streams_open--;
+  if (!clean) r.stream_trouble = true;
+  MaybeCompleteSubscription(r.id);
+}
+
+void MoqtSessionImpl::MaybeCompleteSubscription(uint64_t id) {
+  auto it = out_requests_.find(id);
+  if (it == out_requests_.end()) return;
+  OutRequest& r = it->second;
+  if (!r.done || r.streams_open > 0) return;
+  bool counted =
+      r.done->stream_count == kStreamCountUnknown || r.streams_seen >= r.done->stream_count;
+  bool timed_out = Now() >= r.done_at_ms + config_.publish_done_wait_ms && !counted;
+  if (!counted && !timed_out) return;
+  SubscriptionDone d;
+  d.status = r.done->status_code;
+  d.reason = r.done->reason;
+  d.track_ended =
+      r.eot_seen || r.done->status_code == static_cast<uint64_t>(PublishDoneCode::kTrackEnded);
+  d.all_streams_received = counted && !r.stream_trouble;
+  auto v = r.sub_visitor;
+  StreamId sid = r.stream;
+  FinishOutRequest(id);
+  FinStream(sid);
+  if (v) v->OnComplete(d);
+}
+
+void MoqtSessionImpl::MaybeCompleteFetch(uint64_t id) {
+  auto it = out_requests_.find(id);
+  if (it == out_requests_.end()) return;
+  OutRequest& r = it->second;
+  bool failed = r.fetch_data_reset || (r.fin_received && !r.fetch_ok);
+  if (!failed && !(r.fetch_ok && r.fetch_data_fin)) return;
+  FetchDone d;
+  d.ok = !failed;
+  if (r.fetch_ok) {
+    d.end_of_track = r.fetch_ok->end_of_track;
+    d.end_location = r.fetch_ok->end_location;
+  }
+  auto v = r.fetch_visitor;
+  FinishOutRequest(id);
+  if (v) v->OnComplete(d);
+}
+
+void MoqtSessionImpl::FinishOutRequest(uint64_t id) {
+  auto it = out_requests_.find(id);
+  if (it == out_requests_.end()) return;
+  OutRequest& r = it->second;
+  if (r.alias) RetireAlias(*r.alias);
+  for (auto f = fetch_id_owner_.begin(); f != fetch_id_owner_.end();) {
+    if (f->second == id) {
+      f = fetch_id_owner_.erase(f);
+    } else {
+      ++f;
+    }
+  }
+  out_requests_.erase(it);
+}
+
+void MoqtSessionImpl::RetireAlias(uint64_t alias) {
+  auto a = alias_to_sub_.find(alias);
+  if (a != alias_to_sub_.end()) alias_to_sub_.erase(a);
+  retired_aliases_.push_back(alias);
+  if (retired_aliases_.size() > kMaxRetiredAliases) retired_aliases_.pop_front();
+}
+
+void MoqtSessionImpl::OnDatagramReceived(ByteSpan datagram) {
+  if (closing_ || !setup_received_) return;
+  Result<ParsedDatagram> p = ParseDatagram(datagram, config_.wire);
+  if (!p.ok()) {
+    Close(DispositionOf(p.status()).session_code, "datagram: " + p.status().message());
+    return;
+  }
+  if (p->padding) return;
+  stats_.datagrams_received++;
+  auto a = alias_to_sub_.find(p->object.track_alias);
+  if (a == alias_to_sub_.end()) return;  // unknown or ended: dropped
+  auto it = out_requests_.find(a->second);
+  if (it == out_requests_.end()) return;
+  OutRequest& r = it->second;
+  ReceivedObject o;
+  o.location = p->object.location;
+  o.publisher_priority = p->object.publisher_priority.value_or(128);
+  o.status = p->object.status.value_or(ObjectStatus::kNormal);
+  o.properties = &p->object.properties;
+  o.payload = p->payload;
+  o.via = DeliveryKind::kDatagram;
+  if (o.status == ObjectStatus::kEndOfTrack) r.eot_seen = true;
+  if (r.live_range && !r.live_range->Contains(o.location)) return;
+  if (o.status == ObjectStatus::kNormal && !r.local_object_ranges.empty() &&
+      !InRanges(r.local_object_ranges, o.location.object)) {
+    return;
+  }
+  stats_.objects_received++;
+  auto v = r.sub_visitor;
+  if (v) v->OnObject(o);
+}
+
+// ------------------------------------------------------------------------------ API calls
+Result<uint64_t> MoqtSessionImpl::Subscribe(const FullTrackName& track,
+                                            const SubscribeOptions& options,
+                                            std::shared_ptr<SubscribeVisitor> visitor) {
+  Status err;
+  if (!CheckReady(&err)) return err;
+  moqt::Subscribe m;
+  m.request_id = next_request_id_;
+  m.track = track;
+  MessageParameters& p = m.params;
+  p.authorization_tokens = options.auth_tokens;
+  p.location_filter = options.filter;
+  if (options.subscriber_priority != 128) p.subscriber_priority = options.subscriber_priority;
+  p.group_order = options.group_order;
+  if (!options.forward) p.forward = false;
+  bool send_ranges = !options.object_id_ranges.empty() &&
+                     options.object_id_ranges.size() <= peer_setup_.max_filter_ranges.value_or(0);
+  if (send_ranges) p.range_filters.object_id.push_back(ObjectIdFilter(options.object_id_ranges));
+  if (options.fill) {
+    FillParameters fp;
+    if (options.fill->type != LocationFilterType::kNone) fp.location_filter = options.fill;
+    fp.group_order = options.fill_group_order;
+    p.fill_parameters = fp;
+  }
+  OutRequest r;
+  r.id = m.request_id;
+  r.track = track;
+  r.sub_visitor = std::move(visitor);
+  r.sub_options = options;
+  r.local_object_ranges = options.object_id_ranges;
+  uint64_t id = m.request_id;
+  if (options.fill) fetch_id_owner_[id] = id;
+  Result<uint64_t> res = OpenRequest(RequestKind::kSubscribe, std::move(r), m, false);
+  if (!res.ok()) fetch_id_owner_.erase(id);
+  return res;
+}
+
+Result<uint64_t> MoqtSessionImpl::UpdateSubscription(uint64_t request_id,
+                                                     const SubscriptionUpdate& update) {
+  Status err;
+  if (!CheckReady(&err)) return err;
+  auto it = out_requests_.find(request_id);
+  if (it == out_requests_.end() || it->second.kind != RequestKind::kSubscribe) {
+    return ApiErr(SessionApiError::kUnknownRequest, "no such subscription", Code::kNotFound);
+  }
+  OutRequest& r = it->second;
+  RequestUpdate m;
+  m.request_id = next_request_id_;
+  m.params.subscriber_priority = update.subscriber_priority;
+  m.params.location_filter = update.filter;
+  m.params.forward = update.forward;
+  if (update.fill) {
+    FillParameters fp;
+    if (update.fill->type != LocationFilterType::kNone) fp.location_filter = update.fill;
+    m.params.fill_parameters = fp;
+  }
+  Bytes probe;
+  Status valid = AppendControlMessage(m, &probe, config_.wire);
+  if (!valid.ok())
+    return ApiErr(SessionApiError::kInvalid, valid.message(), Code::kInvalidArgument);
+  uint64_t uid = next_request_id_;
+  next_request_id_ += 2;
+  if (update.filter) {
+    // Our local view of the live range follows the new filter from the next REQUEST_OK's
+    // Largest Object; until then accept the union (the publisher enforces the filter).
+    r.sub_options.filter = *update.filter;
+    r.live_range.reset();
+  }
+  r.pending_updates.push_back(uid);
+  if (update.fill) fetch_id_owner_[uid] = request_id;
+  KVCS_RETURN_IF_ERROR(SendControl(r.stream, m));
+  return uid;
+}
+
+Status MoqtSessionImpl::Unsubscribe(uint64_t request_id) {
+  auto it = out_requests_.find(request_id);
+  if (it == out_requests_.end() || it->second.kind != RequestKind::kSubscribe) {
+    return ApiErr(SessionApiError::kUnknownRequest, "no such subscription", Code::kNotFound);
+  }
+  StreamId sid = it->second.stream;
+  for (auto& [id, e] : streams_) {
+    if (e.in && e.in->owner == request_id && e.in->attributed && !e.in->ended) {
+      e.in->ended = true;
+      e.in->refused = true;
+      if (transport::Stream* s = TStream(id)) {
+        s->SendStopSending(static_cast<uint64_t>(StreamResetCode::kCancelled));
+      }
+    }
+  }
+  FinishOutRequest(request_id);
+  if (transport::Stream* s = TStream(sid)) {
+    s->ResetAndStop(static_cast<uint64_t>(StreamResetCode::kCancelled));
+  }
+  return Status::Ok();
+}
+
+Result<uint64_t> MoqtSessionImpl::Fetch(const FullTrackName& track, const FetchOptions& options,
+                                        std::shared_ptr<FetchVisitor> visitor) {
+  Status err;
+  if (!CheckReady(&err)) return err;
+  moqt::Fetch m;
+  m.request_id = next_request_id_;
+  m.track = track;
+  m.params.authorization_tokens = options.auth_tokens;
+  m.params.location_filter = options.range;
+  if (options.group_order != GroupOrder::kAscending) m.params.group_order = options.group_order;
+  if (options.subscriber_priority != 128) {
+    m.params.subscriber_priority = options.subscriber_priority;
+  }
+  if (!options.object_id_ranges.empty() &&
+      options.object_id_ranges.size() <= peer_setup_.max_filter_ranges.value_or(0)) {
+    m.params.range_filters.object_id.push_back(ObjectIdFilter(options.object_id_ranges));
+  }
+  OutRequest r;
+  r.id = m.request_id;
+  r.track = track;
+  r.fetch_visitor = std::move(visitor);
+  r.fetch_order = options.group_order;
+  r.local_object_ranges = options.object_id_ranges;
+  uint64_t id = m.request_id;
+  fetch_id_owner_[id] = id;
+  Result<uint64_t> res = OpenRequest(RequestKind::kFetch, std::move(r), m, true);
+  if (!res.ok()) fetch_id_owner_.erase(id);
+  return res;
+}
+
+Status MoqtSessionImpl::CancelFetch(uint64_t request_id) {
+  auto it = out_requests_.find(request_id);
+  if (it == out_requests_.end() || it->second.kind != RequestKind::kFetch) {
+    return ApiErr(SessionApiError::kUnknownRequest, "no such fetch", Code::kNotFound);
+  }
+  StreamId sid = it->second.stream;
+  for (auto& [id, e] : streams_) {
+    if (e.in && e.in->owner == request_id && e.in->attributed && !e.in->ended) {
+      e.in->ended = true;
+      e.in->refused = true;
+      if (transport::Stream* s = TStream(id)) {
+        s->SendStopSending(static_cast<uint64_t>(StreamResetCode::kCancelled));
+      }
+    }
+  }
+  FinishOutRequest(request_id);
+  if (transport::Stream* s = TStream(sid)) {
+    s->ResetAndStop(static_cast<uint64_t>(StreamResetCode::kCancelled));
+  }
+  return Status::Ok();
+}
+
+Result<uint64_t> MoqtSessionImpl::RequestTrackStatus(const FullTrackName& track,
+                                                     TrackStatusCallback cb,
+                                                     std::vector<AuthToken> tokens) {
+  Status err;
+  if (!CheckReady(&err)) return err;
+  moqt::TrackStatus m;
+  m.request_id = next_request_id_;
+  m.track = track;
+  m.params.authorization_tokens = std::move(tokens);
+  OutRequest r;
+  r.id = m.request_id;
+  r.track = track;
+  r.status_cb = std::move(cb);
+  return OpenRequest(RequestKind::kTrackStatus, std::move(r), m, true);
+}
+
+Result<uint64_t> MoqtSessionImpl::SubscribeNamespace(const TrackNamespace& prefix,
+                                                     std::shared_ptr<NamespaceVisitor> visitor,
+                                                     std::vector<AuthToken> tokens) {
+  Status err;
+  if (!CheckReady(&err)) return err;
+  moqt::SubscribeNamespace m;
+  m.request_id = next_request_id_;
+  m.prefix = prefix;
+  m.params.authorization_tokens = std::move(tokens);
+  OutRequest r;
+  r.id = m.request_id;
+  r.ns_visitor = std::move(visitor);
+  return OpenRequest(RequestKind::kSubscribeNamespace, std::move(r), m, false);
+}
+
+Status MoqtSessionImpl::UnsubscribeNamespace(uint64_t request_id) {
+  auto it = out_requests_.find(request_id);
+  if (it == out_requests_.end() || it->second.kind != RequestKind::kSubscribeNamespace) {
+    return ApiErr(SessionApiError::kUnknownRequest, "no such namespace subscription",
+                  Code::kNotFound);
+  }
+  StreamId sid = it->second.stream;
+  FinishOutRequest(request_id);
+  if (transport::Stream* s = TStream(sid)) {
+    s->ResetAndStop(static_cast<uint64_t>(StreamResetCode::kCancelled));
+  }
+  return Status::Ok();
+}
+
+Result<uint64_t> MoqtSessionImpl::PublishNamespace(const TrackNamespace& ns,
+                                                   RequestResultCallback cb,
+                                                   std::vector<AuthToken> tokens) {
+  Status err;
+  if (!CheckReady(&err)) return err;
+  moqt::PublishNamespace m;
+  m.request_id = next_request_id_;
+  m.track_namespace = ns;
+  m.params.authorization_tokens = std::move(tokens);
+  OutRequest r;
+  r.id = m.request_id;
+  r.result_cb = std::move(cb);
+  return OpenRequest(RequestKind::kPublishNamespace, std::move(r), m, false);
+}
+
+Status MoqtSessionImpl::PublishNamespaceDone(uint64_t request_id) {
+  auto it = out_requests_.find(request_id);
+  if (it == out_requests_.end() || it->second.kind != RequestKind::kPublishNamespace) {
+    return ApiErr(SessionApiError::kUnknownRequest, "no such namespace", Code::kNotFound);
+  }
+  StreamId sid = it->second.stream;
+  FinishOutRequest(request_id);
+  if (transport::Stream* s = TStream(sid)) {
+    s->ResetAndStop(static_cast<uint64_t>(StreamResetCode::kCancelled));
+  }
+  return Status::Ok();
+}
+
+Status MoqtSessionImpl::GoAway(std::string_view uri, uint64_t timeout_ms) {
+  if (closing_ || !control_out_) return ApiErr(SessionApiError::kClosed, "session closed");
+  if (goaway_sent_) return ApiErr(SessionApiError::kInvalid, "GOAWAY already sent");
+  if (config_.perspective == Perspective::kClient && !uri.empty()) {
+    return ApiErr(SessionApiError::kInvalid, "a client GOAWAY carries no URI",
+                  Code::kInvalidArgument);
+  }
+  moqt::GoAway g;
+  g.new_session_uri = std::string(uri);
+  g.timeout_ms = timeout_ms;
+  KVCS_RETURN_IF_ERROR(SendControl(*control_out_, g));
+  goaway_sent_ = true;
+  if (timeout_ms > 0) goaway_deadline_ms_ = Now() + timeout_ms;
+  return Status::Ok();
+}
+
+void MoqtSessionImpl::OnTimer() {
+  if (closing_) return;
+  if (goaway_deadline_ms_ && Now() >= *goaway_deadline_ms_) {
+    Close(SessionError::kGoawayTimeout, "GOAWAY timeout");
+    return;
+  }
+  std::vector<uint64_t> ids;
+  for (auto& [id, r] : out_requests_) {
+    if (r.kind == RequestKind::kSubscribe && r.done) ids.push_back(id);
+  }
+  for (uint64_t id : ids) {
+    auto it = out_requests_.find(id);
+    if (it == out_requests_.end()) continue;
+    OutRequest& r = it->second;
+    if (Now() >= r.done_at_ms + config_.publish_done_wait_ms) {
+      r.streams_open = 0;  // stop waiting for streams that never came or never ended
+      r.stream_trouble = true;
+      // Make the count check pass by timing out.
+      SubscriptionDone d;
+      d.status = r.done->status_code;
+      d.reason = r.done->reason;
+      d.track_ended =
+          r.eot_seen || r.done->status_code == static_cast<uint64_t>(PublishDoneCode::kTrackEnded);
+      d.all_streams_received = false;
+      auto v = r.sub_visitor;
+      StreamId sid = r.stream;
+      FinishOutRequest(id);
+      FinStream(sid);
+      if (v) v->OnComplete(d);
+    }
+  }
+}
+
+// ------------------------------------------------------------------------------ MoqtSession
+MoqtSession::MoqtSession(transport::Session* transport, MoqtSessionConfig config,
+                         MoqtSessionCallbacks* callbacks, TrackSource* source)
+    : impl_(std::make_unique<MoqtSessionImpl>(transport, std::move(config), callbacks, source)) {}
+MoqtSession::~MoqtSession() = default;
+
+bool MoqtSession::setup_complete() const { return impl_->setup_received_ && !impl_->closing_; }
+bool MoqtSession::closed() const { return impl_->closing_; }
+Perspective MoqtSession::perspective() const { return impl_->config_.perspective; }
+const SetupOptions& MoqtSession::peer_setup() const { return impl_->peer_setup_; }
+uint64_t MoqtSession::peer_max_filter_ranges() const {
+  return impl_->peer_setup_.max_filter_ranges.value_or(0);
+}
+bool MoqtSession::datagrams_enabled() const {
+  return !impl_->closing_ && impl_->t_->GetMaxDatagramSize() > 0;
+}
+Result<uint64_t> MoqtSession::Subscribe(const FullTrackName& track, const SubscribeOptions& options,
+                                        std::shared_ptr<SubscribeVisitor> visitor) {
+  return impl_->Subscribe(track, options, std::move(visitor));
+}
+Result<uint64_t> MoqtSession::UpdateSubscription(uint64_t request_id,
+                                                 const SubscriptionUpdate& update) {
+  return impl_->UpdateSubscription(request_id, update);
+}
+Status MoqtSession::Unsubscribe(uint64_t request_id) { return impl_->Unsubscribe(request_id); }
+Result<uint64_t> MoqtSession::Fetch(const FullTrackName& track, const FetchOptions& options,
+                                    std::shared_ptr<FetchVisitor> visitor) {
+  return impl_->Fetch(track, options, std::move(visitor));
+}
+Status MoqtSession::CancelFetch(uint64_t request_id) { return impl_->CancelFetch(request_id); }
+Result<uint64_t> MoqtSession::RequestTrackStatus(const FullTrackName& track,
+                                                 TrackStatusCallback callback,
+                                                 std::vector<AuthToken> auth_tokens) {
+  return impl_->RequestTrackStatus(track, std::move(callback), std::move(auth_tokens));
+}
+Result<uint64_t> MoqtSession::SubscribeNamespace(const TrackNamespace& prefix,
+                                                 std::shared_ptr<NamespaceVisitor> visitor,
+                                                 std::vector<AuthToken> auth_tokens) {
+  return impl_->SubscribeNamespace(prefix, std::move(visitor), std::move(auth_tokens));
+}
+Status MoqtSession::UnsubscribeNamespace(uint64_t request_id) {
+  return impl_->UnsubscribeNamespace(request_id);
+}
+Result<uint64_t> MoqtSession::PublishNamespace(const TrackNamespace& ns,
+                                               RequestResultCallback callback,
+                                               std::vector<AuthToken> auth_tokens) {
+  return impl_->PublishNamespace(ns, std::move(callback), std::move(auth_tokens));
+}
+Status MoqtSession::PublishNamespaceDone(uint64_t request_id) {
+  return impl_->PublishNamespaceDone(request_id);
+}
+Status MoqtSession::GoAway(std::string_view new_session_uri, uint64_t timeout_ms) {
+  return impl_->GoAway(new_session_uri, timeout_ms);
+}
+void MoqtSession::Close(SessionError code, std::string_view reason) { impl_->Close(code, reason); }
+void MoqtSession::OnTimer() { impl_->OnTimer(); }
+MoqtSession::Stats MoqtSession::stats() const { return impl_->stats_; }
+
+}  // namespace kvcs::moqt
