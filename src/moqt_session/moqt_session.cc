@@ -1000,9 +1000,20 @@ void MoqtSessionImpl::OnObjectAdded(Track& track, const PublishedObject& o) {
     auto rit = in_requests_.find(sid);
     if (rit == in_requests_.end()) continue;
     InRequest& sub = rit->second;
-    if (o.status == ObjectStatus::kEndOfTrack) sub.done_pending = true;
-    if (sub.forward && sub.live.Contains(o.location) &&
-        !sub.stopped_groups.count(o.location.group)) {
+    if (o.status == ObjectStatus::kEndOfTrack) {
+      // Open group streams without their own end are finished by the track's end.
+      std::vector<StreamId> open;
+      for (auto& [g, stream] : sub.group_streams) {
+        if (stream != 0 && g != o.location.group) open.push_back(stream);
+      }
+      for (StreamId stream : open) PumpData(stream);
+      if (closing_) return;
+    }
+    if (auto g = sub.group_streams.find(o.location.group);
+        g != sub.group_streams.end() && g->second != 0 && !sub.live.Contains(o.location)) {
+      PumpData(g->second);  // e.g. the range ends inside this group: the stream FINs
+    } else if (sub.forward && sub.live.Contains(o.location) &&
+               !sub.stopped_groups.count(o.location.group)) {
       bool sent = false;
       if (track.options().prefer_datagrams && o.status == ObjectStatus::kNormal &&
           !sub.group_streams.count(o.location.group)) {
@@ -1018,6 +1029,11 @@ void MoqtSessionImpl::OnObjectAdded(Track& track, const PublishedObject& o) {
       }
     }
     if (closing_) return;
+    if (o.status == ObjectStatus::kEndOfTrack) {
+      rit = in_requests_.find(sid);
+      if (rit == in_requests_.end()) continue;
+      rit->second.done_pending = true;
+    }
     MaybePublishDone(sid);
   }
 }

@@ -1,0 +1,817 @@
+// MoqtSession end to end over the deterministic in-memory transport: a client session and a
+// server session wired back to back (two pairs share one server TrackStore where a test needs a
+// "server" with several sessions). No sleeps: InMemorySessionPair::RunUntilIdle delivers events.
+#include "moqt_session/moqt_session.h"
+
+#include <gtest/gtest.h>
+
+#include <map>
+#include <set>
+
+#include "moqt/moqt_framer.h"
+#include "transport/test_tools/in_memory_session.h"
+
+namespace kvcs::moqt {
+namespace {
+
+using transport::test::InMemoryOptions;
+using transport::test::InMemorySessionPair;
+using T = LocationFilterType;
+
+Bytes B(std::string_view s) { return Bytes(s.begin(), s.end()); }
+std::string Payload(uint64_t g, uint64_t o) {
+  return "g" + std::to_string(g) + "o" + std::to_string(o);
+}
+
+struct Obj {
+  Location loc;
+  ObjectStatus status;
+  std::string payload;
+  DeliveryKind via;
+};
+
+struct Sub : SubscribeVisitor {
+  void OnSubscribeOk(const SubscribeOkInfo& i) override { ok = i; }
+  void OnObject(const ReceivedObject& o) override {
+    objects.push_back(
+        {o.location, o.status, std::string(o.payload.begin(), o.payload.end()), o.via});
+  }
+  void OnUpdateResult(uint64_t id, const std::optional<RequestError>& e) override {
+    updates.push_back({id, e.has_value()});
+  }
+  void OnComplete(const SubscriptionDone& d) override {
+    EXPECT_FALSE(done.has_value()) << "OnComplete twice";
+    done = d;
+  }
+  std::vector<Obj> Normal() const {
+    std::vector<Obj> v;
+    for (const Obj& o : objects) {
+      if (o.status == ObjectStatus::kNormal) v.push_back(o);
+    }
+    return v;
+  }
+  std::optional<SubscribeOkInfo> ok;
+  std::vector<Obj> objects;
+  std::vector<std::pair<uint64_t, bool>> updates;
+  std::optional<SubscriptionDone> done;
+};
+
+struct Fet : FetchVisitor {
+  void OnObject(const ReceivedObject& o) override {
+    objects.push_back(
+        {o.location, o.status, std::string(o.payload.begin(), o.payload.end()), o.via});
+  }
+  void OnEndOfRange(const EndOfRange& m) override { markers.push_back(m); }
+  void OnComplete(const FetchDone& d) override { done = d; }
+  std::vector<Obj> objects;
+  std::vector<EndOfRange> markers;
+  std::optional<FetchDone> done;
+};
+
+struct Ns : NamespaceVisitor {
+  void OnRequestOk() override { ok = true; }
+  void OnNamespace(const TrackNamespace& s) override { events.push_back({true, s}); }
+  void OnNamespaceDone(const TrackNamespace& s) override { events.push_back({false, s}); }
+  void OnClosed(const std::optional<RequestError>& e) override { closed = e; }
+  bool ok = false;
+  std::vector<std::pair<bool, TrackNamespace>> events;
+  std::optional<std::optional<RequestError>> closed;
+};
+
+struct Callbacks : MoqtSessionCallbacks {
+  void OnSetupComplete(const SetupOptions& p) override { peer = p; }
+  void OnSessionClosed(uint64_t code, const std::string& r, bool by_peer) override {
+    closed_code = code;
+    closed_by_peer = by_peer;
+  }
+  void OnGoAway(const std::string& uri) override { goaway = uri; }
+  std::optional<RequestErrorCode> OnPublishNamespace(const TrackNamespace& ns) override {
+    announced.push_back(ns);
+    if (store) (void)store->AddAnnouncedNamespace(ns);
+    return {};
+  }
+  void OnPublishNamespaceDone(const TrackNamespace& ns) override {
+    withdrawn.push_back(ns);
+    if (store) store->RemoveAnnouncedNamespace(ns);
+  }
+  std::optional<SetupOptions> peer;
+  std::optional<uint64_t> closed_code;
+  bool closed_by_peer = false;
+  std::optional<std::string> goaway;
+  std::vector<TrackNamespace> announced, withdrawn;
+  TrackStore* store = nullptr;
+};
+
+// One client/server pair. The server publishes from `store` (shared between pairs if given).
+struct Peer {
+  Peer(TrackStore* store, uint64_t* clock, InMemoryOptions copts = {}, InMemoryOptions sopts = {},
+       uint64_t server_max_ranges = 64)
+      : pair(copts, sopts) {
+    MoqtSessionConfig c;
+    c.perspective = Perspective::kClient;
+    c.path = "/moq";
+    c.authority = "example.com";
+    c.implementation = "client/1";
+    c.clock_ms = [clock] { return *clock; };
+    MoqtSessionConfig s;
+    s.perspective = Perspective::kServer;
+    s.implementation = "server/1";
+    s.max_filter_ranges = server_max_ranges;
+    s.clock_ms = [clock] { return *clock; };
+    server_cb.store = store;
+    client = std::make_unique<MoqtSession>(&pair.client(), c, &client_cb, nullptr);
+    server = std::make_unique<MoqtSession>(&pair.server(), s, &server_cb, store);
+    pair.Connect();
+    pair.RunUntilIdle();
+  }
+  void Run() { pair.RunUntilIdle(); }
+  InMemorySessionPair pair;
+  Callbacks client_cb, server_cb;
+  std::unique_ptr<MoqtSession> client, server;
+};
+
+class MoqtSessionTest : public ::testing::Test {
+ protected:
+  void SetUp() override { p_ = std::make_unique<Peer>(&store_, &now_); }
+  std::shared_ptr<Track> MakeTrack(const std::string& name, TrackOptions o = {}) {
+    auto t = store_.CreateTrack({{"kvcs-1", "scope"}, name}, o);
+    EXPECT_TRUE(t.ok());
+    return *t;
+  }
+  static FullTrackName Name(const std::string& n) { return {{"kvcs-1", "scope"}, n}; }
+  // Publishes groups [g0, g1) of `objects` objects each, pumping after every object.
+  void Produce(Track& t, uint64_t g0, uint64_t g1, uint64_t objects, bool pump = true) {
+    for (uint64_t g = g0; g < g1; ++g) {
+      ASSERT_TRUE(t.StartGroup(g).ok());
+      for (uint64_t o = 0; o < objects; ++o) {
+        ASSERT_TRUE(t.AppendObject(B(Payload(g, o))).ok());
+        if (pump) p_->Run();
+      }
+      ASSERT_TRUE(t.EndGroup().ok());
+    }
+    p_->Run();
+  }
+  uint64_t now_ = 0;
+  TrackStore store_;
+  std::unique_ptr<Peer> p_;
+};
+
+TEST_F(MoqtSessionTest, SetupExchangesOptions) {
+  ASSERT_TRUE(p_->client->setup_complete());
+  ASSERT_TRUE(p_->server->setup_complete());
+  ASSERT_TRUE(p_->server_cb.peer.has_value());
+  EXPECT_EQ(p_->server_cb.peer->path, "/moq");
+  EXPECT_EQ(p_->server_cb.peer->authority, "example.com");
+  EXPECT_EQ(p_->server_cb.peer->implementation, "client/1");
+  EXPECT_EQ(p_->server_cb.peer->max_filter_ranges, 64u);
+  EXPECT_EQ(p_->client_cb.peer->implementation, "server/1");
+  EXPECT_FALSE(p_->client_cb.peer->path.has_value());
+  EXPECT_EQ(p_->client->peer_max_filter_ranges(), 64u);
+}
+
+TEST_F(MoqtSessionTest, RequestsBeforeSetupAreRefusedLocally) {
+  InMemorySessionPair pair;
+  Callbacks cb;
+  MoqtSession c(&pair.client(), {}, &cb, nullptr);
+  auto r = c.Subscribe(Name("x"), {}, std::make_shared<Sub>());
+  EXPECT_TRUE(r.status().Is(SessionApiError::kNotReady));
+}
+
+TEST_F(MoqtSessionTest, LiveSubscriptionNextObjectThenEndOfTrack) {
+  auto t = MakeTrack("v");
+  Produce(*t, 0, 2, 3);  // before the subscription: not delivered
+  auto sub = std::make_shared<Sub>();
+  ASSERT_TRUE(p_->client->Subscribe(Name("v"), {}, sub).ok());
+  p_->Run();
+  ASSERT_TRUE(sub->ok.has_value());
+  EXPECT_EQ(sub->ok->largest, (Location{1, 3}));  // End of Group of group 1
+  Produce(*t, 2, 4, 3);
+  ASSERT_TRUE(t->EndTrack().ok());
+  p_->Run();
+  std::vector<Location> got;
+  for (const Obj& o : sub->objects) got.push_back(o.loc);
+  std::vector<Location> want = {{2, 0}, {2, 1}, {2, 2}, {2, 3}, {3, 0},
+                                {3, 1}, {3, 2}, {3, 3}, {4, 0}};
+  EXPECT_EQ(got, want);
+  EXPECT_EQ(sub->objects[3].status, ObjectStatus::kEndOfGroup);
+  EXPECT_EQ(sub->objects.back().status, ObjectStatus::kEndOfTrack);
+  EXPECT_EQ(sub->objects[0].payload, "g2o0");
+  ASSERT_TRUE(sub->done.has_value());
+  EXPECT_TRUE(sub->done->track_ended);
+  EXPECT_TRUE(sub->done->all_streams_received);
+  EXPECT_EQ(sub->done->status, static_cast<uint64_t>(PublishDoneCode::kTrackEnded));
+}
+
+TEST_F(MoqtSessionTest, UnknownTrackIsDoesNotExist) {
+  auto sub = std::make_shared<Sub>();
+  ASSERT_TRUE(p_->client->Subscribe(Name("nope"), {}, sub).ok());
+  p_->Run();
+  ASSERT_TRUE(sub->done.has_value());
+  ASSERT_TRUE(sub->done->error.has_value());
+  EXPECT_EQ(sub->done->error->error_code, static_cast<uint64_t>(RequestErrorCode::kDoesNotExist));
+  EXPECT_FALSE(p_->client->closed());
+}
+
+// The exactly-once pattern (seed §5.2): Next Object + fill Absolute Start {0,0}, joined in the
+// middle of production (mid-group), under limited send capacity so fill and live interleave.
+void ExactlyOnceJoin(uint64_t join_group, uint64_t join_object, size_t capacity) {
+  uint64_t now = 0;
+  TrackStore store;
+  InMemoryOptions so;
+  so.send_capacity_per_pump = capacity;
+  Peer p(&store, &now, {}, so);
+  auto t = *store.CreateTrack({{"kvcs-1", "s"}, "layer-data"});
+  auto sub = std::make_shared<Sub>();
+  constexpr uint64_t kGroups = 32, kObjects = 64;
+  bool joined = false;
+  for (uint64_t g = 0; g < kGroups; ++g) {
+    ASSERT_TRUE(t->StartGroup(g).ok());
+    for (uint64_t o = 0; o < kObjects; ++o) {
+      if (g == join_group && o == join_object) {
+        SubscribeOptions opts;
+        opts.filter = {T::kNextObject};
+        opts.fill = LocationFilter{T::kAbsoluteStart, 0, 0};
+        ASSERT_TRUE(p.client->Subscribe({{"kvcs-1", "s"}, "layer-data"}, opts, sub).ok());
+        joined = true;
+      }
+      ASSERT_TRUE(t->AppendObject(B(Payload(g, o))).ok());
+      if (o % 7 == 0) p.Run();  // let some (not all) deliveries happen between objects
+    }
+    ASSERT_TRUE(t->EndGroup().ok());
+  }
+  ASSERT_TRUE(t->EndTrack().ok());
+  p.Run();
+  ASSERT_TRUE(joined);
+  std::map<Location, int> seen;
+  for (const Obj& o : sub->Normal()) {
+    seen[o.loc]++;
+    EXPECT_EQ(o.payload, Payload(o.loc.group, o.loc.object));
+  }
+  for (uint64_t g = 0; g < kGroups; ++g) {
+    for (uint64_t o = 0; o < kObjects; ++o) {
+      EXPECT_EQ(seen[(Location{g, o})], 1) << g << "," << o;
+    }
+  }
+  EXPECT_EQ(seen.size(), kGroups * kObjects);
+  size_t fill = 0;
+  for (const Obj& o : sub->Normal()) fill += o.via == DeliveryKind::kFill;
+  EXPECT_GT(fill, 0u);
+  ASSERT_TRUE(sub->done.has_value());
+  EXPECT_TRUE(sub->done->track_ended);
+  EXPECT_TRUE(sub->done->all_streams_received);
+}
+
+TEST(MoqtExactlyOnceTest, JoinDuringProductionMidGroup) { ExactlyOnceJoin(10, 20, 0); }
+TEST(MoqtExactlyOnceTest, JoinDuringProductionLimitedCapacity) { ExactlyOnceJoin(17, 1, 700); }
+TEST(MoqtExactlyOnceTest, JoinAtFirstObject) { ExactlyOnceJoin(0, 0, 0); }
+
+TEST_F(MoqtSessionTest, JoinAfterTrackEndedGetsEverythingFromFillAndCompletes) {
+  auto t = MakeTrack("done");
+  Produce(*t, 0, 32, 64, false);
+  ASSERT_TRUE(t->EndTrack().ok());
+  auto sub = std::make_shared<Sub>();
+  SubscribeOptions opts;
+  opts.fill = LocationFilter{T::kAbsoluteStart, 0, 0};
+  ASSERT_TRUE(p_->client->Subscribe(Name("done"), opts, sub).ok());
+  p_->Run();
+  ASSERT_EQ(sub->objects.size(), 32u * 64u);
+  size_t i = 0;
+  for (uint64_t g = 0; g < 32; ++g) {
+    for (uint64_t o = 0; o < 64; ++o, ++i) {
+      EXPECT_EQ(sub->objects[i].loc, (Location{g, o}));
+      EXPECT_EQ(sub->objects[i].via, DeliveryKind::kFill);
+    }
+  }
+  ASSERT_TRUE(sub->done.has_value());
+  EXPECT_TRUE(sub->done->track_ended);
+  EXPECT_TRUE(sub->done->all_streams_received);
+}
+
+TEST_F(MoqtSessionTest, FillRelativeStartOneIsTheCurrentGroup) {
+  auto t = MakeTrack("manifest");
+  Produce(*t, 0, 3, 2);
+  ASSERT_TRUE(t->StartGroup(3).ok());
+  ASSERT_TRUE(t->AppendObject(B("m3")).ok());
+  auto sub = std::make_shared<Sub>();
+  SubscribeOptions opts;
+  opts.fill = LocationFilter{T::kRelativeStart, 1};
+  ASSERT_TRUE(p_->client->Subscribe(Name("manifest"), opts, sub).ok());
+  p_->Run();
+  ASSERT_EQ(sub->objects.size(), 1u);
+  EXPECT_EQ(sub->objects[0].loc, (Location{3, 0}));
+  EXPECT_EQ(sub->objects[0].via, DeliveryKind::kFill);
+  ASSERT_TRUE(t->AppendObject(B("m3b")).ok());
+  p_->Run();
+  ASSERT_EQ(sub->objects.size(), 2u);
+  EXPECT_EQ(sub->objects[1].loc, (Location{3, 1}));
+  EXPECT_EQ(sub->objects[1].via, DeliveryKind::kSubscription);
+}
+
+struct FilterCase {
+  LocationFilter filter;
+  std::vector<Location> want;  // Normal objects delivered
+};
+
+TEST_F(MoqtSessionTest, EveryLocationFilterTypeOnASubscription) {
+  // The track has groups 0..1 when the subscription is processed (largest {1,2} = EoG);
+  // groups 2..5 of 3 objects are then produced.
+  std::vector<FilterCase> cases = {
+      {{T::kNone}, {}},
+      {{T::kRelativeStart, 0}, {}},
+      {{T::kAbsoluteStart, 3, 1}, {}},
+      {{T::kAbsoluteStartGroupEnd, 3, 1, 1}, {}},
+      {{T::kAbsoluteRange, 2, 2, 2, 0}, {{2, 2}, {3, 0}, {3, 1}, {3, 2}, {4, 0}}},
+      {{T::kNextObject}, {}},
+  };
+  auto all_from = [](Location from) {
+    std::vector<Location> v;
+    for (uint64_t g = 2; g < 6; ++g) {
+      for (uint64_t o = 0; o < 3; ++o) {
+        if (Location{g, o} >= from) v.push_back({g, o});
+      }
+    }
+    return v;
+  };
+  cases[0].want = all_from({0, 0});
+  cases[1].want = all_from({2, 0});
+  cases[2].want = all_from({3, 1});
+  cases[3].want = {{3, 1}, {3, 2}, {4, 0}, {4, 1}, {4, 2}};
+  cases[5].want = all_from({0, 0});
+  int n = 0;
+  for (const FilterCase& c : cases) {
+    SCOPED_TRACE(static_cast<int>(c.filter.type));
+    TrackStore store;
+    uint64_t now = 0;
+    Peer p(&store, &now);
+    auto t = *store.CreateTrack({{"f"}, "t" + std::to_string(n++)});
+    for (uint64_t g = 0; g < 2; ++g) {
+      ASSERT_TRUE(t->StartGroup(g).ok());
+      for (int o = 0; o < 2; ++o) ASSERT_TRUE(t->AppendObject(B("old")).ok());
+    }
+    ASSERT_TRUE(t->EndGroup().ok());
+    auto sub = std::make_shared<Sub>();
+    SubscribeOptions opts;
+    opts.filter = c.filter;
+    ASSERT_TRUE(p.client->Subscribe(t->name(), opts, sub).ok());
+    p.Run();
+    for (uint64_t g = 2; g < 6; ++g) {
+      ASSERT_TRUE(t->StartGroup(g).ok());
+      for (int o = 0; o < 3; ++o) ASSERT_TRUE(t->AppendObject(B("new")).ok());
+      p.Run();
+    }
+    ASSERT_TRUE(t->EndTrack().ok());
+    p.Run();
+    std::vector<Location> got;
+    for (const Obj& o : sub->Normal()) got.push_back(o.loc);
+    EXPECT_EQ(got, c.want);
+    ASSERT_TRUE(sub->done.has_value());
+    EXPECT_TRUE(sub->done->all_streams_received);
+  }
+}
+
+TEST_F(MoqtSessionTest, FetchGroupsAToBWithObjectIdRangeAscending) {
+  auto t = MakeTrack("kv");
+  Produce(*t, 0, 32, 64, false);
+  auto f = std::make_shared<Fet>();
+  FetchOptions o;
+  o.range = LocationFilter{T::kAbsoluteStartGroupEnd, 5, 0, 3};  // groups 5..8
+  o.object_id_ranges = {{0, 9}};                                 // blocks 0..9
+  ASSERT_TRUE(p_->client->Fetch(Name("kv"), o, f).ok());
+  p_->Run();
+  ASSERT_TRUE(f->done.has_value());
+  EXPECT_TRUE(f->done->ok);
+  EXPECT_FALSE(f->done->end_of_track);
+  EXPECT_EQ(f->done->end_location, (Location{8, 63}));
+  std::vector<Location> want;
+  for (uint64_t g = 5; g <= 8; ++g) {
+    for (uint64_t i = 0; i <= 9; ++i) want.push_back({g, i});
+  }
+  std::vector<Location> got;
+  for (const Obj& x : f->objects) {
+    got.push_back(x.loc);
+    EXPECT_EQ(x.payload, Payload(x.loc.group, x.loc.object));
+    EXPECT_EQ(x.via, DeliveryKind::kFetch);
+  }
+  EXPECT_EQ(got, want);
+}
+
+TEST_F(MoqtSessionTest, FetchObjectIdRangeBeyondPeerMaxFilterRangesIsFilteredLocally) {
+  TrackStore store;
+  uint64_t now = 0;
+  Peer p(&store, &now, {}, {}, /*server_max_ranges=*/0);
+  auto t = *store.CreateTrack({{"a"}, "b"});
+  ASSERT_TRUE(t->StartGroup(0).ok());
+  for (int i = 0; i < 10; ++i) ASSERT_TRUE(t->AppendObject(B("x")).ok());
+  ASSERT_TRUE(t->EndTrack().ok());
+  EXPECT_EQ(p.client->peer_max_filter_ranges(), 0u);
+  auto f = std::make_shared<Fet>();
+  FetchOptions o;
+  o.object_id_ranges = {{2, 3}, {7, 7}};
+  ASSERT_TRUE(p.client->Fetch({{"a"}, "b"}, o, f).ok());
+  p.Run();
+  ASSERT_TRUE(f->done && f->done->ok);
+  EXPECT_TRUE(f->done->end_of_track);
+  std::vector<Location> got;
+  for (const Obj& x : f->objects) got.push_back(x.loc);
+  EXPECT_EQ(got, (std::vector<Location>{{0, 2}, {0, 3}, {0, 7}}));
+}
+
+TEST_F(MoqtSessionTest, FetchDescendingGroupOrder) {
+  auto t = MakeTrack("kv");
+  Produce(*t, 0, 4, 2, false);
+  auto f = std::make_shared<Fet>();
+  FetchOptions o;
+  o.range = LocationFilter{T::kAbsoluteRange, 1, 1, 2, 0};  // {1,1}..{3,0}
+  o.group_order = GroupOrder::kDescending;
+  ASSERT_TRUE(p_->client->Fetch(Name("kv"), o, f).ok());
+  p_->Run();
+  ASSERT_TRUE(f->done && f->done->ok);
+  std::vector<Location> got;
+  for (const Obj& x : f->objects) got.push_back(x.loc);
+  EXPECT_EQ(got, (std::vector<Location>{{3, 0}, {2, 0}, {2, 1}, {1, 1}}));
+}
+
+TEST_F(MoqtSessionTest, FetchErrors) {
+  auto t = MakeTrack("kv");
+  auto f = std::make_shared<Fet>();
+  ASSERT_TRUE(p_->client->Fetch(Name("kv"), {}, f).ok());  // nothing published
+  auto g = std::make_shared<Fet>();
+  ASSERT_TRUE(p_->client->Fetch(Name("missing"), {}, g).ok());
+  p_->Run();
+  ASSERT_TRUE(f->done && f->done->error);
+  EXPECT_EQ(f->done->error->error_code, static_cast<uint64_t>(RequestErrorCode::kInvalidRange));
+  ASSERT_TRUE(g->done && g->done->error);
+  EXPECT_EQ(g->done->error->error_code, static_cast<uint64_t>(RequestErrorCode::kDoesNotExist));
+  Produce(*t, 0, 1, 3, false);
+  auto h = std::make_shared<Fet>();
+  FetchOptions o;
+  o.range = LocationFilter{T::kNextObject};
+  ASSERT_TRUE(p_->client->Fetch(Name("kv"), o, h).ok());
+  p_->Run();
+  ASSERT_TRUE(h->done && h->done->error);
+  EXPECT_EQ(h->done->error->error_code, static_cast<uint64_t>(RequestErrorCode::kInvalidRange));
+  EXPECT_FALSE(p_->client->closed());
+}
+
+TEST_F(MoqtSessionTest, SubscriptionObjectIdFilterAndUpdates) {
+  auto t = MakeTrack("v");
+  auto sub = std::make_shared<Sub>();
+  SubscribeOptions opts;
+  opts.object_id_ranges = {{1, 2}};
+  auto id = p_->client->Subscribe(Name("v"), opts, sub);
+  ASSERT_TRUE(id.ok());
+  p_->Run();
+  Produce(*t, 0, 1, 4);
+  std::vector<Location> got;
+  for (const Obj& o : sub->Normal()) got.push_back(o.loc);
+  EXPECT_EQ(got, (std::vector<Location>{{0, 1}, {0, 2}}));
+  // Pause forwarding: nothing arrives; the update is acknowledged.
+  auto u1 = p_->client->UpdateSubscription(*id, {.forward = false});
+  ASSERT_TRUE(u1.ok());
+  p_->Run();
+  Produce(*t, 1, 2, 4);
+  EXPECT_EQ(sub->Normal().size(), 2u);
+  // Resume with a fill of group 1 (named by the update's request ID).
+  SubscriptionUpdate up;
+  up.forward = true;
+  up.subscriber_priority = 3;
+  up.fill = LocationFilter{T::kAbsoluteStart, 1, 0};
+  auto u2 = p_->client->UpdateSubscription(*id, up);
+  ASSERT_TRUE(u2.ok());
+  p_->Run();
+  ASSERT_EQ(sub->updates.size(), 2u);
+  EXPECT_EQ(sub->updates[0], std::make_pair(*u1, false));
+  EXPECT_EQ(sub->updates[1], std::make_pair(*u2, false));
+  got.clear();
+  for (const Obj& o : sub->Normal()) got.push_back(o.loc);
+  EXPECT_EQ(got, (std::vector<Location>{{0, 1}, {0, 2}, {1, 1}, {1, 2}}));
+  EXPECT_EQ(sub->Normal().back().via, DeliveryKind::kFill);
+  ASSERT_TRUE(t->EndTrack().ok());
+  p_->Run();
+  ASSERT_TRUE(sub->done.has_value());
+  EXPECT_TRUE(sub->done->all_streams_received);
+}
+
+TEST_F(MoqtSessionTest, UnsubscribeStopsDeliveryAndServerKeepsServing) {
+  auto t = MakeTrack("v");
+  auto a = std::make_shared<Sub>();
+  auto b = std::make_shared<Sub>();
+  auto ida = p_->client->Subscribe(Name("v"), {}, a);
+  ASSERT_TRUE(p_->client->Subscribe(Name("v"), {}, b).ok());
+  p_->Run();
+  Produce(*t, 0, 1, 2);
+  ASSERT_TRUE(p_->client->Unsubscribe(*ida).ok());
+  p_->Run();
+  Produce(*t, 1, 2, 2);
+  EXPECT_EQ(a->Normal().size(), 2u);
+  EXPECT_FALSE(a->done.has_value());  // cancelled: no further callbacks
+  EXPECT_EQ(b->Normal().size(), 4u);
+  EXPECT_TRUE(p_->client->Unsubscribe(*ida).Is(SessionApiError::kUnknownRequest));
+}
+
+TEST_F(MoqtSessionTest, TrackStatus) {
+  TrackOptions o;
+  o.publisher_priority = 7;
+  auto t = MakeTrack("v", o);
+  Produce(*t, 0, 1, 2, false);
+  std::optional<TrackStatusReply> ok, missing;
+  ASSERT_TRUE(
+      p_->client->RequestTrackStatus(Name("v"), [&](const TrackStatusReply& r) { ok = r; }).ok());
+  ASSERT_TRUE(
+      p_->client->RequestTrackStatus(Name("x"), [&](const TrackStatusReply& r) { missing = r; })
+          .ok());
+  p_->Run();
+  ASSERT_TRUE(ok && !ok->error);
+  EXPECT_EQ(ok->largest, (Location{0, 2}));
+  EXPECT_EQ(ok->track_properties,
+            (Properties{KeyValuePair::Int(
+                static_cast<uint64_t>(PropertyType::kDefaultPublisherPriority), 7)}));
+  ASSERT_TRUE(missing && missing->error);
+  EXPECT_EQ(missing->error->error_code, static_cast<uint64_t>(RequestErrorCode::kDoesNotExist));
+}
+
+TEST_F(MoqtSessionTest, NamespaceAnnouncementAndDiscoveryAcrossTwoClients) {
+  // Client A announces a namespace to the server; client B (another session on the same server)
+  // discovers it, then sees a track namespace appear and both disappear.
+  Peer b(&store_, &now_);
+  std::optional<std::optional<RequestError>> announce_result;
+  auto ann = p_->client->PublishNamespace(
+      {"kvcs-1", "scopeX", "compat", "anchor"},
+      [&](const std::optional<RequestError>& e) { announce_result = e; });
+  ASSERT_TRUE(ann.ok());
+  p_->Run();
+  ASSERT_TRUE(announce_result.has_value());
+  EXPECT_FALSE(announce_result->has_value());
+  EXPECT_EQ(p_->server_cb.announced.size(), 1u);
+  auto ns = std::make_shared<Ns>();
+  ASSERT_TRUE(b.client->SubscribeNamespace({"kvcs-1", "scopeX"}, ns).ok());
+  b.Run();
+  EXPECT_TRUE(ns->ok);
+  ASSERT_EQ(ns->events.size(), 1u);
+  EXPECT_EQ(ns->events[0], std::make_pair(true, TrackNamespace{"compat", "anchor"}));
+  auto t = store_.CreateTrack({{"kvcs-1", "scopeX", "other"}, "t"});
+  ASSERT_TRUE(t.ok());
+  ASSERT_TRUE(store_.CreateTrack({{"kvcs-1", "elsewhere"}, "t"}).ok());  // not under the prefix
+  b.Run();
+  ASSERT_EQ(ns->events.size(), 2u);
+  EXPECT_EQ(ns->events[1], std::make_pair(true, TrackNamespace{"other"}));
+  ASSERT_TRUE(p_->client->PublishNamespaceDone(*ann).ok());
+  p_->Run();
+  b.Run();
+  EXPECT_EQ(p_->server_cb.withdrawn.size(), 1u);
+  store_.RemoveTrack({{"kvcs-1", "scopeX", "other"}, "t"});
+  b.Run();
+  ASSERT_EQ(ns->events.size(), 4u);
+  EXPECT_EQ(ns->events[2], std::make_pair(false, TrackNamespace{"compat", "anchor"}));
+  EXPECT_EQ(ns->events[3], std::make_pair(false, TrackNamespace{"other"}));
+  // An overlapping prefix on the same session is refused.
+  auto ns2 = std::make_shared<Ns>();
+  ASSERT_TRUE(b.client->SubscribeNamespace({"kvcs-1"}, ns2).ok());
+  b.Run();
+  ASSERT_TRUE(ns2->closed.has_value());
+  ASSERT_TRUE(ns2->closed->has_value());
+  EXPECT_EQ((*ns2->closed)->error_code, static_cast<uint64_t>(RequestErrorCode::kPrefixOverlap));
+}
+
+TEST_F(MoqtSessionTest, GoAwayBlocksNewRequestsAndTimesOut) {
+  ASSERT_TRUE(p_->server->GoAway("moqt://other.example/moq", 5000).ok());
+  EXPECT_FALSE(p_->client->GoAway("moqt://x", 0).ok());  // a client sends no URI
+  p_->Run();
+  EXPECT_EQ(p_->client_cb.goaway, "moqt://other.example/moq");
+  auto r = p_->client->Subscribe(Name("v"), {}, std::make_shared<Sub>());
+  EXPECT_TRUE(r.status().Is(SessionApiError::kGoingAway));
+  now_ = 4999;
+  p_->server->OnTimer();
+  p_->Run();
+  EXPECT_FALSE(p_->server->closed());
+  now_ = 5000;
+  p_->server->OnTimer();
+  p_->Run();
+  EXPECT_EQ(p_->client_cb.closed_code, static_cast<uint64_t>(SessionError::kGoawayTimeout));
+  EXPECT_TRUE(p_->client_cb.closed_by_peer);
+}
+
+TEST_F(MoqtSessionTest, DatagramsWhenNegotiated) {
+  TrackOptions o;
+  o.prefer_datagrams = true;
+  auto t = MakeTrack("audio", o);
+  auto sub = std::make_shared<Sub>();
+  ASSERT_TRUE(p_->client->Subscribe(Name("audio"), {}, sub).ok());
+  p_->Run();
+  EXPECT_TRUE(p_->server->datagrams_enabled());
+  Produce(*t, 0, 2, 3);
+  ASSERT_EQ(sub->Normal().size(), 6u);
+  for (const Obj& x : sub->Normal()) EXPECT_EQ(x.via, DeliveryKind::kDatagram);
+  EXPECT_EQ(p_->server->stats().datagrams_sent, 6u);
+  ASSERT_TRUE(t->EndTrack().ok());
+  p_->Run();
+  ASSERT_TRUE(sub->done.has_value());
+  EXPECT_TRUE(sub->done->track_ended);
+}
+
+TEST_F(MoqtSessionTest, HigherPrioritySubscriptionIsSentFirstUnderContention) {
+  TrackStore store;
+  uint64_t now = 0;
+  InMemoryOptions so;
+  so.send_capacity_per_pump = 1500;
+  Peer p(&store, &now, {}, so);
+  auto lo = *store.CreateTrack({{"p"}, "lo"});
+  auto hi = *store.CreateTrack({{"p"}, "hi"});
+  std::vector<std::string> order;
+  struct Rec : Sub {
+    Rec(std::vector<std::string>* o, std::string n) : order(o), name(std::move(n)) {}
+    void OnObject(const ReceivedObject& o) override {
+      if (o.status == ObjectStatus::kNormal) order->push_back(name);
+    }
+    std::vector<std::string>* order;
+    std::string name;
+  };
+  SubscribeOptions lo_opts, hi_opts;
+  lo_opts.subscriber_priority = 200;
+  hi_opts.subscriber_priority = 10;
+  ASSERT_TRUE(p.client->Subscribe(lo->name(), lo_opts, std::make_shared<Rec>(&order, "lo")).ok());
+  ASSERT_TRUE(p.client->Subscribe(hi->name(), hi_opts, std::make_shared<Rec>(&order, "hi")).ok());
+  p.Run();
+  // Both tracks produce before the transport runs: the low-priority one first.
+  for (auto* t : {lo.get(), hi.get()}) {
+    ASSERT_TRUE(t->StartGroup(0).ok());
+    for (int i = 0; i < 20; ++i) ASSERT_TRUE(t->AppendObject(Bytes(500, 1)).ok());
+    ASSERT_TRUE(t->EndGroup().ok());
+  }
+  p.Run();
+  ASSERT_EQ(order.size(), 40u);
+  for (int i = 0; i < 20; ++i) EXPECT_EQ(order[i], "hi") << i;
+}
+
+// ------------------------------------------------------------------ malformed peer input
+
+// A raw client: writes bytes straight into the transport and records how the session ended.
+struct RawClient : transport::SessionVisitor {
+  explicit RawClient(transport::Session* s) : s(s) {}
+  void OnSessionReady() override {}
+  void OnSessionClosed(const transport::CloseInfo& i) override { closed = i; }
+  void OnIncomingBidirectionalStreamAvailable() override {
+    while (s->AcceptIncomingBidirectionalStream()) {
+    }
+  }
+  void OnIncomingUnidirectionalStreamAvailable() override {
+    while (s->AcceptIncomingUnidirectionalStream()) {
+    }
+  }
+  void OnDatagramReceived(ByteSpan) override {}
+  void OnCanCreateNewOutgoingBidirectionalStream() override {}
+  void OnCanCreateNewOutgoingUnidirectionalStream() override {}
+  transport::Session* s;
+  std::optional<transport::CloseInfo> closed;
+};
+
+Bytes SetupBytes() {
+  moqt::Setup s;
+  s.options.path = "/";
+  return *SerializeControlMessage(s);
+}
+
+struct MalformedCase {
+  std::string name;
+  std::function<void(transport::Session&)> send;
+  SessionError want;
+};
+
+TEST(MoqtMalformedTest, MalformedInputClosesThatSessionOnlyWithTheRightCode) {
+  auto with_control = [](Bytes extra) {
+    return [extra](transport::Session& s) {
+      Bytes b = SetupBytes();
+      b.insert(b.end(), extra.begin(), extra.end());
+      ASSERT_TRUE(s.OpenOutgoingUnidirectionalStream()->Write(b, false).ok());
+    };
+  };
+  auto with_request = [](Bytes req) {
+    return [req](transport::Session& s) {
+      ASSERT_TRUE(s.OpenOutgoingUnidirectionalStream()->Write(SetupBytes(), false).ok());
+      ASSERT_TRUE(s.OpenOutgoingBidirectionalStream()->Write(req, false).ok());
+    };
+  };
+  auto with_data = [](Bytes data, bool fin) {
+    return [data, fin](transport::Session& s) {
+      ASSERT_TRUE(s.OpenOutgoingUnidirectionalStream()->Write(SetupBytes(), false).ok());
+      ASSERT_TRUE(s.OpenOutgoingUnidirectionalStream()->Write(data, fin).ok());
+    };
+  };
+  moqt::Subscribe odd;
+  odd.request_id = 1;  // a client uses even IDs
+  odd.track = {{"a"}, "b"};
+  moqt::Subscribe good;
+  good.track = {{"a"}, "b"};
+  Bytes two = *SerializeControlMessage(good);
+  Bytes dup = two;
+  dup.insert(dup.end(), two.begin(), two.end());
+  std::vector<MalformedCase> cases = {
+      {"unknown message type on the control stream", with_control({0x3F, 0x00, 0x00}),
+       SessionError::kProtocolViolation},
+      {"GOAWAY with trailing bytes in its body", with_control({0x10, 0x00, 0x03, 0x00, 0x00, 0x00}),
+       SessionError::kProtocolViolation},
+      {"SUBSCRIBE on the control stream", with_control(two), SessionError::kProtocolViolation},
+      {"PATH twice in SETUP",
+       [](transport::Session& s) {
+         ASSERT_TRUE(s.OpenOutgoingUnidirectionalStream()
+                         ->Write(Bytes{0xAF, 0x00, 0x00, 0x04, 0x01, 0x00, 0x00, 0x00}, false)
+                         .ok());
+       },
+       SessionError::kProtocolViolation},
+      {"second SETUP on the control stream", with_control(SetupBytes()),
+       SessionError::kProtocolViolation},
+      {"SUBSCRIBE_OK opens a request stream", with_request(*SerializeControlMessage(SubscribeOk{})),
+       SessionError::kProtocolViolation},
+      {"request ID of the wrong parity", with_request(*SerializeControlMessage(odd)),
+       SessionError::kInvalidRequestId},
+      {"second SUBSCRIBE on one request stream", with_request(dup),
+       SessionError::kProtocolViolation},
+      {"invalid subgroup stream type", with_data({0x06, 0x00, 0x00}, false),
+       SessionError::kProtocolViolation},
+      {"unknown stream type", with_data({0x80, 0xFF, 0x01}, false),
+       SessionError::kProtocolViolation},
+      {"FIN inside a fetch header", with_data({0x05}, true), SessionError::kProtocolViolation},
+      {"fetch stream for a request never sent", with_data({0x05, 0x21}, false),
+       SessionError::kProtocolViolation},
+      {"second control stream", with_data(SetupBytes(), false), SessionError::kProtocolViolation},
+  };
+  for (const MalformedCase& c : cases) {
+    SCOPED_TRACE(c.name);
+    uint64_t now = 0;
+    TrackStore store;
+    auto track = *store.CreateTrack({{"a"}, "b"});
+    // The "server": two sessions on one store. Session 1 gets the malformed input.
+    InMemorySessionPair bad;
+    RawClient raw(&bad.client());
+    bad.client().SetVisitor(&raw);
+    MoqtSessionConfig sc;
+    sc.perspective = Perspective::kServer;
+    Callbacks bad_cb;
+    MoqtSession bad_server(&bad.server(), sc, &bad_cb, &store);
+    bad.Connect();
+    bad.RunUntilIdle();
+    Peer good_peer(&store, &now);
+    auto sub = std::make_shared<Sub>();
+    ASSERT_TRUE(good_peer.client->Subscribe({{"a"}, "b"}, {}, sub).ok());
+    good_peer.Run();
+
+    c.send(bad.client());
+    bad.RunUntilIdle();
+    ASSERT_TRUE(raw.closed.has_value());
+    EXPECT_EQ(raw.closed->code, static_cast<uint64_t>(c.want)) << raw.closed->reason;
+    EXPECT_TRUE(raw.closed->by_peer);
+    EXPECT_TRUE(bad_server.closed());
+
+    // The other session on the same server keeps working.
+    ASSERT_TRUE(track->StartGroup(0).ok());
+    ASSERT_TRUE(track->AppendObject(B("still here")).ok());
+    good_peer.Run();
+    ASSERT_EQ(sub->Normal().size(), 1u);
+    EXPECT_EQ(sub->Normal()[0].payload, "still here");
+    EXPECT_FALSE(good_peer.server->closed());
+  }
+}
+
+TEST(MoqtMalformedTest, MalformedDataFromPublisherClosesSubscriberSession) {
+  // A raw "server" answers SUBSCRIBE with SUBSCRIBE_OK, then sends a subgroup stream whose
+  // object ID goes backwards... (a FIN mid-object is the simplest malformed data).
+  InMemorySessionPair pair;
+  RawClient raw(&pair.server());
+  pair.server().SetVisitor(&raw);
+  MoqtSessionConfig cc;
+  Callbacks cb;
+  MoqtSession client(&pair.client(), cc, &cb, nullptr);
+  pair.Connect();
+  pair.RunUntilIdle();
+  moqt::Setup s;
+  ASSERT_TRUE(pair.server()
+                  .OpenOutgoingUnidirectionalStream()
+                  ->Write(*SerializeControlMessage(s), false)
+                  .ok());
+  pair.RunUntilIdle();
+  ASSERT_TRUE(client.setup_complete());
+  auto sub = std::make_shared<Sub>();
+  ASSERT_TRUE(client.Subscribe({{"a"}, "b"}, {}, sub).ok());
+  pair.RunUntilIdle();
+  transport::Stream* req = pair.server().GetStreamById(0);
+  ASSERT_NE(req, nullptr);
+  SubscribeOk ok;
+  ok.track_alias = 9;
+  ASSERT_TRUE(req->Write(*SerializeControlMessage(ok), false).ok());
+  pair.RunUntilIdle();
+  ASSERT_TRUE(sub->ok.has_value());
+  // SUBGROUP_HEADER type 0x14 alias 9 group 0 subgroup 0 priority 0x80, object 0 length 5, then
+  // FIN after 2 payload bytes.
+  ASSERT_TRUE(pair.server()
+                  .OpenOutgoingUnidirectionalStream()
+                  ->Write(Bytes{0x14, 0x09, 0x00, 0x00, 0x80, 0x00, 0x05, 'a', 'b'}, true)
+                  .ok());
+  pair.RunUntilIdle();
+  ASSERT_TRUE(raw.closed.has_value());
+  EXPECT_EQ(raw.closed->code, static_cast<uint64_t>(SessionError::kProtocolViolation));
+  ASSERT_TRUE(sub->done.has_value());
+  EXPECT_TRUE(sub->done->session_closed);
+}
+
+}  // namespace
+}  // namespace kvcs::moqt
