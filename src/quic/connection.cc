@@ -261,7 +261,20 @@ void Connection::FillSettings(ngtcp2_settings* s) const {
   s->max_stream_window = limits_.max_stream_window;
   s->handshake_timeout =
       static_cast<ngtcp2_duration>(limits_.handshake_timeout.count()) * NGTCP2_MILLISECONDS;
-  s->cc_algo = NGTCP2_CC_ALGO_CUBIC;
+  switch (limits_.congestion_control) {
+    case CongestionControl::kReno:
+      s->cc_algo = NGTCP2_CC_ALGO_RENO;
+      break;
+    case CongestionControl::kCubic:
+      s->cc_algo = NGTCP2_CC_ALGO_CUBIC;
+      break;
+    case CongestionControl::kBbr:
+      s->cc_algo = NGTCP2_CC_ALGO_BBR;
+      break;
+    case CongestionControl::kBbr2:
+      s->cc_algo = NGTCP2_CC_ALGO_BBR2;
+      break;
+  }
   s->ack_thresh = limits_.ack_threshold;
 }
 
@@ -914,6 +927,7 @@ void Connection::Flush() {
       }
     }
     if (n == 0) break;  // nothing more to send now, or congestion/pacing limited
+    if (pkts == 0) ++sock.stats().flushes;
     ++pkts;
     if (s && !sendq_.empty() && sendq_.front() == s) {
       sendq_.pop_front();
@@ -940,6 +954,7 @@ void Connection::ArmTimer() {
   // This avoids a timerfd update per flush (measured: ~9% of CPU at full rate).
   if (expiry >= timer_expiry_) return;
   timer_expiry_ = expiry;
+  ++owner_->socket().stats().timer_sets;
   ngtcp2_tstamp now = NowTs();
   auto delay = std::chrono::nanoseconds(expiry > now ? expiry - now : 0);
   timer_.expires_after(delay);
@@ -952,6 +967,7 @@ void Connection::ArmTimer() {
 
 void Connection::OnTimer() {
   timer_expiry_ = UINT64_MAX;
+  ++owner_->socket().stats().timer_fires;
   if (state_ >= State::kClosing) return;
   int rv = ngtcp2_conn_handle_expiry(conn_, NowTs());
   if (rv != 0) HandleLibError(rv);
@@ -1066,5 +1082,7 @@ void Connection::Abandon() {
 }
 
 bool Connection::gso_enabled() const { return owner_ && owner_->socket().gso(); }
+
+IoStats Connection::io_stats() const { return owner_ ? owner_->socket().stats() : IoStats{}; }
 
 }  // namespace kvcs::quic

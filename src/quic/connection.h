@@ -110,6 +110,7 @@ class Connection : public QuicClientSession {
   // --- QuicClientSession ---
   void Abandon() override;
   bool gso_enabled() const override;
+  IoStats io_stats() const override;
 
   // Owned-endpoint hook for clients (the connection keeps its endpoint alive).
   void set_owned_endpoint(std::unique_ptr<ConnectionOwner> ep) { owned_ep_ = std::move(ep); }

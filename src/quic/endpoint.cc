@@ -177,6 +177,7 @@ class ServerImpl : public QuicServer, public ConnectionOwner {
   ServerStats stats() const override {
     ServerStats s = stats_;
     s.live_connections = conns_.size();
+    if (sock_) s.io = sock_->stats();
     return s;
   }
 

@@ -37,6 +37,9 @@ class io_context;
 
 namespace kvcs::quic {
 
+// ngtcp2 0.12.1's congestion controllers.
+enum class CongestionControl { kReno, kCubic, kBbr, kBbr2 };
+
 // Per-connection limits (both sides). Defaults suit bulk transfer on a LAN.
 struct TransportLimits {
   // Streams the PEER may open concurrently (credit returned when a stream is fully done).
@@ -65,6 +68,7 @@ struct TransportLimits {
   // Acknowledge after this many ack-eliciting packets (ngtcp2's default is 2). Fewer ACKs cost
   // less CPU on both sides at high rates; the max_ack_delay timer still bounds ACK latency.
   size_t ack_threshold = 2;
+  CongestionControl congestion_control = CongestionControl::kCubic;
 };
 
 // Handshake failures and other errors on connections that never reached the application.
@@ -95,6 +99,7 @@ struct ServerStats {
   uint64_t datagrams_dropped = 0;  // undecodable or unknown
   uint64_t handshake_failures = 0;
   size_t live_connections = 0;
+  IoStats io;  // the server socket and all its connections
 };
 
 class QuicServer {
@@ -136,6 +141,8 @@ class QuicClientSession : public transport::Session {
   // Test hook: stop all I/O at once without telling the peer (simulates a killed process).
   virtual void Abandon() = 0;
   virtual bool gso_enabled() const = 0;
+  // This client's socket and connection counters.
+  virtual IoStats io_stats() const = 0;
 };
 
 }  // namespace kvcs::quic

@@ -124,6 +124,8 @@ size_t UdpSocket::RecvBatch(std::vector<RxDatagram>* out) {
   }
   int n = recvmmsg(fd_, msgs, static_cast<unsigned>(rx_batch_), MSG_DONTWAIT, nullptr);
   if (n <= 0) return 0;
+  ++stats_.recv_calls;
+  stats_.recv_buffers += static_cast<uint64_t>(n);
   for (int i = 0; i < n; ++i) {
     msghdr& h = msgs[i].msg_hdr;
     if (h.msg_flags & MSG_TRUNC) continue;
@@ -142,7 +144,7 @@ size_t UdpSocket::RecvBatch(std::vector<RxDatagram>* out) {
     }
     for (size_t off = 0; off < len; off += seg) {
       out->push_back({base + off, std::min(seg, len - off), &rx_addrs_[i]});
-      ++packets_received_;
+      ++stats_.datagrams_received;
     }
   }
   return out->size();
@@ -204,10 +206,11 @@ bool UdpSocket::SendFrom(size_t first) {
       cm->cmsg_len = CMSG_LEN(sizeof(uint16_t));
       uint16_t seg16 = static_cast<uint16_t>(seg);
       memcpy(CMSG_DATA(cm), &seg16, sizeof(seg16));
-      ++send_calls_;
+      ++stats_.send_calls;
       ssize_t rv = sendmsg(fd_, &msg, 0);
       if (rv < 0) {
         if (errno == EAGAIN || errno == EWOULDBLOCK) {
+          ++stats_.send_blocked;
           batch_sent_ = first;
           return false;
         }
@@ -218,7 +221,7 @@ bool UdpSocket::SendFrom(size_t first) {
         first = batch_count_;  // drop; loss recovery resends
         break;
       }
-      packets_sent_ += batch_count_ - first;
+      stats_.packets_sent += batch_count_ - first;
       first = batch_count_;
       break;
     }
@@ -234,17 +237,18 @@ bool UdpSocket::SendFrom(size_t first) {
       msgs[i].msg_hdr.msg_iov = &iovs[i];
       msgs[i].msg_hdr.msg_iovlen = 1;
     }
-    ++send_calls_;
+    ++stats_.send_calls;
     int rv = sendmmsg(fd_, msgs, static_cast<unsigned>(n), 0);
     if (rv < 0) {
       if (errno == EAGAIN || errno == EWOULDBLOCK) {
+        ++stats_.send_blocked;
         batch_sent_ = first;
         return false;
       }
       first = batch_count_;
       break;
     }
-    packets_sent_ += rv;
+    stats_.packets_sent += static_cast<uint64_t>(rv);
     first += rv;
   }
   return true;
@@ -256,7 +260,8 @@ void UdpSocket::SendOne(const SockAddr& to, const uint8_t* data, size_t len) {
   } else {
     (void)sendto(fd_, data, len, 0, to.get(), to.len);
   }
-  ++packets_sent_;
+  ++stats_.send_calls;
+  ++stats_.packets_sent;
 }
 
 }  // namespace kvcs::quic

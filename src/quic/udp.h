@@ -40,6 +40,21 @@ inline constexpr size_t kMaxPacketSize = 1472;
 // Requested SO_SNDBUF/SO_RCVBUF (the kernel caps it at net.core.[rw]mem_max).
 inline constexpr int kSocketBufferBytes = 8 << 20;
 
+// I/O counters of one endpoint: its UDP socket and the connections driven through it. For
+// benchmarks and diagnostics (packets per system call, timer wakeups per packet...).
+struct IoStats {
+  uint64_t send_calls = 0;          // sendmsg (GSO) / sendmmsg / sendto calls
+  uint64_t packets_sent = 0;        // QUIC packets (UDP datagrams or GSO segments) sent
+  uint64_t send_blocked = 0;        // sends that hit EAGAIN (then we wait for writability)
+  uint64_t recv_calls = 0;          // recvmmsg calls that returned data
+  uint64_t recv_buffers = 0;        // buffers filled (a GRO buffer holds several datagrams)
+  uint64_t datagrams_received = 0;  // datagrams after splitting GRO buffers
+  uint64_t flushes = 0;             // Connection::Flush runs that wrote at least one packet
+  uint64_t timer_sets = 0;          // expiry timer (re)arms: each costs a timerfd update
+  uint64_t timer_fires = 0;         // expiry timer wakeups
+  uint64_t flush_yields = 0;        // bursts cut by the per-flush cap, resumed via a post
+};
+
 struct SockAddr {
   sockaddr_storage storage{};
   socklen_t len = 0;
@@ -93,10 +108,9 @@ class UdpSocket {
   // Sends one datagram immediately (stateless replies: Retry, version negotiation, close).
   void SendOne(const SockAddr& to, const uint8_t* data, size_t len);
 
-  // Counters.
-  uint64_t packets_sent() const { return packets_sent_; }
-  uint64_t send_calls() const { return send_calls_; }
-  uint64_t packets_received() const { return packets_received_; }
+  // Counters (the connections on this socket add theirs).
+  IoStats& stats() { return stats_; }
+  const IoStats& stats() const { return stats_; }
 
  private:
   UdpSocket() = default;
@@ -122,7 +136,7 @@ class UdpSocket {
   bool batch_has_to_ = false;
   bool blocked_ = false;
 
-  uint64_t packets_sent_ = 0, send_calls_ = 0, packets_received_ = 0;
+  IoStats stats_;
 };
 
 // Deterministic loss/delay injection on received datagrams (tests only).
