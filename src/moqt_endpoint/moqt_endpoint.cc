@@ -366,9 +366,11 @@ Result<std::unique_ptr<MoqtClient>> MoqtClient::Connect(asio::io_context& io,
 
 MoqtClient::~MoqtClient() {
   timer_->timer.cancel();
+  // Detach in order while the QUIC session still exists: the MoqtSession from the tap, the tap
+  // from the QUIC session; then close the QUIC session.
   session_.reset();
-  quic_.reset();
   tap_.reset();
+  quic_.reset();
 }
 
 void MoqtClient::Close(SessionError code, std::string_view reason) {
