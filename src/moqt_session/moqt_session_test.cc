@@ -214,12 +214,23 @@ TEST_F(MoqtSessionTest, UnknownTrackIsDoesNotExist) {
 
 // The exactly-once pattern (seed §5.2): Next Object + fill Absolute Start {0,0}, joined in the
 // middle of production (mid-group), under limited send capacity so fill and live interleave.
-void ExactlyOnceJoin(uint64_t join_group, uint64_t join_object, size_t capacity) {
+struct Constraints {
+  size_t capacity = 0;        // server send capacity per pump (0 = unlimited)
+  size_t payload_pad = 0;     // extra payload bytes per object
+  size_t send_buffer = 256 << 10;
+  size_t window = 64 << 10;   // client receive window per stream
+  uint64_t max_uni = 100;     // uni streams the client lets the server open at once
+};
+
+void ExactlyOnceJoin(uint64_t join_group, uint64_t join_object, Constraints k = {}) {
   uint64_t now = 0;
   TrackStore store;
-  InMemoryOptions so;
-  so.send_capacity_per_pump = capacity;
-  Peer p(&store, &now, {}, so);
+  InMemoryOptions so, co;
+  so.send_capacity_per_pump = k.capacity;
+  so.stream_send_buffer = k.send_buffer;
+  co.stream_window = k.window;
+  co.max_incoming_uni = k.max_uni;
+  Peer p(&store, &now, co, so);
   auto t = *store.CreateTrack({{"kvcs-1", "s"}, "layer-data"});
   auto sub = std::make_shared<Sub>();
   constexpr uint64_t kGroups = 32, kObjects = 64;
@@ -234,7 +245,8 @@ void ExactlyOnceJoin(uint64_t join_group, uint64_t join_object, size_t capacity)
         ASSERT_TRUE(p.client->Subscribe({{"kvcs-1", "s"}, "layer-data"}, opts, sub).ok());
         joined = true;
       }
-      ASSERT_TRUE(t->AppendObject(B(Payload(g, o))).ok());
+      std::string payload = Payload(g, o) + std::string(k.payload_pad, '.');
+      ASSERT_TRUE(t->AppendObject(B(payload)).ok());
       if (o % 7 == 0) p.Run();  // let some (not all) deliveries happen between objects
     }
     ASSERT_TRUE(t->EndGroup().ok());
@@ -245,7 +257,7 @@ void ExactlyOnceJoin(uint64_t join_group, uint64_t join_object, size_t capacity)
   std::map<Location, int> seen;
   for (const Obj& o : sub->Normal()) {
     seen[o.loc]++;
-    EXPECT_EQ(o.payload, Payload(o.loc.group, o.loc.object));
+    EXPECT_EQ(o.payload, Payload(o.loc.group, o.loc.object) + std::string(k.payload_pad, '.'));
   }
   for (uint64_t g = 0; g < kGroups; ++g) {
     for (uint64_t o = 0; o < kObjects; ++o) {
@@ -261,9 +273,17 @@ void ExactlyOnceJoin(uint64_t join_group, uint64_t join_object, size_t capacity)
   EXPECT_TRUE(sub->done->all_streams_received);
 }
 
-TEST(MoqtExactlyOnceTest, JoinDuringProductionMidGroup) { ExactlyOnceJoin(10, 20, 0); }
-TEST(MoqtExactlyOnceTest, JoinDuringProductionLimitedCapacity) { ExactlyOnceJoin(17, 1, 700); }
-TEST(MoqtExactlyOnceTest, JoinAtFirstObject) { ExactlyOnceJoin(0, 0, 0); }
+TEST(MoqtExactlyOnceTest, JoinDuringProductionMidGroup) { ExactlyOnceJoin(10, 20); }
+TEST(MoqtExactlyOnceTest, JoinDuringProductionLimitedCapacity) {
+  ExactlyOnceJoin(17, 1, {.capacity = 700});
+}
+TEST(MoqtExactlyOnceTest, JoinUnderFlowControlAndStreamLimits) {
+  // 1 KiB objects, 4 KiB send buffers, 8 KiB windows and at most 3 concurrent uni streams:
+  // writes block (OnCanWrite resumes them) and group streams wait for stream credit.
+  ExactlyOnceJoin(5, 30, {.capacity = 3000, .payload_pad = 1024, .send_buffer = 4096,
+                          .window = 8192, .max_uni = 3});
+}
+TEST(MoqtExactlyOnceTest, JoinAtFirstObject) { ExactlyOnceJoin(0, 0); }
 
 TEST_F(MoqtSessionTest, JoinAfterTrackEndedGetsEverythingFromFillAndCompletes) {
   auto t = MakeTrack("done");
