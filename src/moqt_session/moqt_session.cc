@@ -1090,19 +1090,23 @@ void MoqtSessionImpl::PumpSubgroup(StreamId id, StreamEntry& e) {
       }
       return;
     }
+    const bool last_id = o->location.object == UINT64_MAX;  // no object can follow it
     d.next_object = o->location.object + 1;
+    bool skip = false;
     if (!sub.live.Contains(o->location)) {
       if (sub.live.end && o->location > *sub.live.end) {
         (void)s->Write({}, true);
         DataOutFinished(id, e);
         return;
       }
-      continue;
+      skip = true;
+    } else if (o->status == ObjectStatus::kNormal &&
+               !PassesRangeFilters(sub.filters, o->subgroup_id, o->location.object,
+                                   o->publisher_priority, o->properties)) {
+      skip = true;
     }
-    if (o->status == ObjectStatus::kNormal &&
-        !PassesRangeFilters(sub.filters, o->subgroup_id, o->location.object, o->publisher_priority,
-                            o->properties)) {
-      if (d.next_object == 0) return;
+    if (skip) {
+      if (last_id) return;
       continue;
     }
     Bytes out;
@@ -1515,6 +1519,16 @@ void MoqtSessionImpl::OnResponseMessage(StreamId id, OutRequest& r, ControlMessa
         }
         uint64_t uid = r.pending_updates.front();
         r.pending_updates.pop_front();
+        if (auto* ok = std::get_if<RequestOk>(&m)) {
+          if (!ok->track_properties.empty()) {
+            ProtocolViolation("track properties outside TRACK_STATUS_OK");
+            return;
+          }
+          // A new filter applies from the Largest Object the publisher reports with the OK.
+          if (!r.live_range) {
+            r.live_range = SubscriptionRange(r.sub_options.filter, ok->params.largest_object);
+          }
+        }
         auto v = r.sub_visitor;
         std::optional<RequestError> e;
         if (err) e = *err;

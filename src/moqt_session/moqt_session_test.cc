@@ -215,11 +215,11 @@ TEST_F(MoqtSessionTest, UnknownTrackIsDoesNotExist) {
 // The exactly-once pattern (seed §5.2): Next Object + fill Absolute Start {0,0}, joined in the
 // middle of production (mid-group), under limited send capacity so fill and live interleave.
 struct Constraints {
-  size_t capacity = 0;        // server send capacity per pump (0 = unlimited)
-  size_t payload_pad = 0;     // extra payload bytes per object
+  size_t capacity = 0;     // server send capacity per pump (0 = unlimited)
+  size_t payload_pad = 0;  // extra payload bytes per object
   size_t send_buffer = 256 << 10;
-  size_t window = 64 << 10;   // client receive window per stream
-  uint64_t max_uni = 100;     // uni streams the client lets the server open at once
+  size_t window = 64 << 10;  // client receive window per stream
+  uint64_t max_uni = 100;    // uni streams the client lets the server open at once
 };
 
 void ExactlyOnceJoin(uint64_t join_group, uint64_t join_object, Constraints k = {}) {
@@ -280,8 +280,9 @@ TEST(MoqtExactlyOnceTest, JoinDuringProductionLimitedCapacity) {
 TEST(MoqtExactlyOnceTest, JoinUnderFlowControlAndStreamLimits) {
   // 1 KiB objects, 4 KiB send buffers, 8 KiB windows and at most 3 concurrent uni streams:
   // writes block (OnCanWrite resumes them) and group streams wait for stream credit.
-  ExactlyOnceJoin(5, 30, {.capacity = 3000, .payload_pad = 1024, .send_buffer = 4096,
-                          .window = 8192, .max_uni = 3});
+  ExactlyOnceJoin(
+      5, 30,
+      {.capacity = 3000, .payload_pad = 1024, .send_buffer = 4096, .window = 8192, .max_uni = 3});
 }
 TEST(MoqtExactlyOnceTest, JoinAtFirstObject) { ExactlyOnceJoin(0, 0); }
 
@@ -510,6 +511,25 @@ TEST_F(MoqtSessionTest, SubscriptionObjectIdFilterAndUpdates) {
   p_->Run();
   ASSERT_TRUE(sub->done.has_value());
   EXPECT_TRUE(sub->done->all_streams_received);
+}
+
+TEST_F(MoqtSessionTest, UpdateNarrowsTheLocationFilter) {
+  auto t = MakeTrack("v");
+  auto sub = std::make_shared<Sub>();
+  auto id = p_->client->Subscribe(Name("v"), {}, sub);
+  ASSERT_TRUE(id.ok());
+  p_->Run();
+  Produce(*t, 0, 1, 2);
+  SubscriptionUpdate up;
+  up.filter = LocationFilter{T::kAbsoluteRange, 2, 0, 0, 1};
+  ASSERT_TRUE(p_->client->UpdateSubscription(*id, up).ok());
+  p_->Run();
+  Produce(*t, 1, 4, 3);
+  std::vector<Location> got;
+  for (const Obj& o : sub->Normal()) got.push_back(o.loc);
+  EXPECT_EQ(got, (std::vector<Location>{{0, 0}, {0, 1}, {2, 0}, {2, 1}}));
+  ASSERT_EQ(sub->updates.size(), 1u);
+  EXPECT_FALSE(sub->updates[0].second);
 }
 
 TEST_F(MoqtSessionTest, UnsubscribeStopsDeliveryAndServerKeepsServing) {
