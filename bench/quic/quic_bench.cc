@@ -633,6 +633,7 @@ int main(int argc, char** argv) {
       mib = std::stoull(v);
     } else if (a == "--payload") {
       limits.max_udp_payload = std::stoul(v);
+      limits.loopback_udp_payload = limits.max_udp_payload;
     } else if (a == "--ack-thresh") {
       limits.ack_threshold = std::stoul(v);
     } else if (a == "--cc") {
@@ -672,7 +673,9 @@ int main(int argc, char** argv) {
   std::ofstream(cert) << pem->cert_pem;
   std::ofstream(key) << pem->key_pem;
 
-  size_t packet = std::min(limits.max_udp_payload, kMaxPacketSize);
+  size_t packet =
+      std::min(limits.loopback_udp_payload ? limits.loopback_udp_payload : limits.max_udp_payload,
+               kMaxUdpPayload);
   printf("one stream, %llu MiB over loopback; QUIC packets up to %zu bytes, ack threshold %zu\n",
          static_cast<unsigned long long>(mib), packet, limits.ack_threshold);
   printf("load average before: %s\n", LoadAvg().c_str());

@@ -142,6 +142,8 @@ class Connection : public QuicClientSession {
   };
 
   ngtcp2_callbacks MakeCallbacks() const;
+  // Sets limits_.max_udp_payload to the size used towards remote_ (see TransportLimits).
+  void ChoosePacketSize();
   void FillSettings(ngtcp2_settings* s) const;
   void FillParams(ngtcp2_transport_params* p) const;
   void Push(Ev t, int64_t sid = -1, uint64_t code = 0) { events_.push_back({t, sid, code}); }

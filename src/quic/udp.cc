@@ -18,6 +18,11 @@
 #endif
 
 namespace kvcs::quic {
+namespace {
+// Transmit buffer: a full batch of Ethernet-sized packets (sendmmsg without GSO), plus room for
+// one more packet of any size, so NextPacketBuffer always has kMaxUdpPayload bytes.
+constexpr size_t kTxBufferBytes = kMaxBatchPackets * kMaxPacketSize + kMaxUdpPayload;
+}  // namespace
 
 std::string SockAddr::ToString() const {
   char host[INET6_ADDRSTRLEN] = "?";
@@ -99,7 +104,7 @@ Result<std::unique_ptr<UdpSocket>> UdpSocket::Open(const SockAddr& local,
   }
   s->rx_ring_.reset(new uint8_t[s->rx_batch_ * s->rx_slot_]);
   s->rx_addrs_.resize(s->rx_batch_);
-  s->tx_buf_.reset(new uint8_t[kMaxBatchPackets * kMaxPacketSize]);
+  s->tx_buf_.reset(new uint8_t[kTxBufferBytes]);
   return s;
 }
 
@@ -156,10 +161,11 @@ bool UdpSocket::CommitPacket(size_t len) {
   ++batch_count_;
   tx_offsets_[batch_count_] = tx_offsets_[batch_count_ - 1] + len;
   if (batch_count_ >= kMaxBatchPackets) return true;
+  if (tx_offsets_[batch_count_] + kMaxUdpPayload > kTxBufferBytes) return true;
   if (!gso_) return false;
   size_t first = tx_offsets_[1];
   // A GSO run is equal-sized packets with an optional shorter last one; 64 KiB at most.
-  return len < first || tx_offsets_[batch_count_] + first > 65000;
+  return len < first || tx_offsets_[batch_count_] + first > kMaxGsoBytes;
 }
 
 bool UdpSocket::SendBatch(const SockAddr* to) {

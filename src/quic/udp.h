@@ -13,6 +13,7 @@
 #include <netinet/in.h>
 #include <sys/socket.h>
 
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <memory>
@@ -35,8 +36,17 @@ inline constexpr size_t kGroSlotSize = 65536;
 inline constexpr size_t kGroBatch = 16;
 // Packets per send call. UDP_SEGMENT allows at most 64 segments (UDP_MAX_SEGMENTS) and 64 KiB.
 inline constexpr size_t kMaxBatchPackets = 64;
-// Largest packet we ever build (settings.max_tx_udp_payload_size is clamped to this).
+// Largest packet for an Ethernet-sized path (1500-byte MTU minus IPv4 + UDP headers): the
+// default packet size stays below it, and stateless replies (Retry, close) use it.
 inline constexpr size_t kMaxPacketSize = 1472;
+// Largest UDP payload at all (IPv4: 65535 - 20 - 8). Packets this large need a path that
+// carries them without fragmentation, such as loopback (MTU 65536); see
+// TransportLimits::max_udp_payload. Also the receive size we advertise when UDP GRO gives us
+// 64 KiB receive slots.
+inline constexpr size_t kMaxUdpPayload = 65507;
+// A GSO run (one sendmsg) carries at most this many bytes: UDP's 64 KiB datagram limit, minus
+// headroom for the IPv6 header.
+inline constexpr size_t kMaxGsoBytes = 65000;
 // Requested SO_SNDBUF/SO_RCVBUF (the kernel caps it at net.core.[rw]mem_max).
 inline constexpr int kSocketBufferBytes = 8 << 20;
 
@@ -85,6 +95,8 @@ class UdpSocket {
   bool gso() const { return gso_; }
   bool gro() const { return gro_; }
   int rcvbuf() const { return rcvbuf_; }
+  // Largest datagram RecvBatch can take whole (advertised as max_udp_payload_size).
+  size_t max_rx_payload() const { return std::min(rx_slot_, kMaxUdpPayload); }
   int sndbuf() const { return sndbuf_; }
 
   // Receives up to kRxBatch datagrams into the internal ring; returns how many (0 when none are
@@ -92,7 +104,7 @@ class UdpSocket {
   size_t RecvBatch(std::vector<RxDatagram>* out);
 
   // --- transmit: build a batch of packets for ONE destination, then Send. ---
-  // Space for the next packet in the batch (size kMaxPacketSize).
+  // Space for the next packet in the batch (at least kMaxUdpPayload bytes).
   uint8_t* NextPacketBuffer();
   // Records the packet just written into NextPacketBuffer(). Returns true when the batch must be
   // sent before another packet is added (full, or a short packet ended a GSO run).
@@ -128,7 +140,7 @@ class UdpSocket {
   size_t rx_slot_ = kRxSlotSize, rx_batch_ = kRxBatch;
   std::vector<SockAddr> rx_addrs_;
 
-  std::unique_ptr<uint8_t[]> tx_buf_;  // kMaxBatchPackets * kMaxPacketSize, contiguous
+  std::unique_ptr<uint8_t[]> tx_buf_;  // kTxBufferBytes, contiguous
   size_t tx_offsets_[kMaxBatchPackets + 1] = {};
   size_t batch_count_ = 0;
   size_t batch_sent_ = 0;  // packets of a blocked batch already sent

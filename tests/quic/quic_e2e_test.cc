@@ -381,7 +381,9 @@ TEST(QuicE2E, DatagramsArrive) {
   EXPECT_TRUE(got.count("datagram 7"));
 }
 
-TEST(QuicE2E, TransfersCompleteUnderLossAndReordering) {
+// `loopback_packets`: the default 16000-byte packets towards a loopback peer, or (false)
+// Ethernet-sized ones with path MTU discovery, as towards any other peer.
+void LossyTransfers(bool loopback_packets) {
   LossShimConfig shim;
   shim.drop_fraction = 0.05;
   shim.delay_fraction = 0.05;
@@ -390,10 +392,12 @@ TEST(QuicE2E, TransfersCompleteUnderLossAndReordering) {
   ServerApp server([&](ServerConfig& cfg) {
     cfg.loss_shim = shim;
     cfg.loss_shim.seed = 43;
+    if (!loopback_packets) cfg.limits.loopback_udp_payload = 0;
   });
   ClientLoop loop;
   ClientConfig cfg = MakeClientConfig(server.port());
   cfg.loss_shim = shim;
+  if (!loopback_packets) cfg.limits.loopback_udp_payload = 0;
   auto c = ConnectReady(loop, cfg);
   ASSERT_TRUE(c && c->visitor.ready);
   std::vector<std::shared_ptr<SendStream>> streams;
@@ -410,6 +414,10 @@ TEST(QuicE2E, TransfersCompleteUnderLossAndReordering) {
   ExpectDigestReply(streams[0], 16 << 20);
   for (int i = 1; i <= 10; ++i) ExpectDigestReply(streams[i], 256 << 10);
 }
+
+TEST(QuicE2E, TransfersCompleteUnderLossAndReordering) { LossyTransfers(true); }
+
+TEST(QuicE2E, TransfersCompleteUnderLossWithEthernetSizedPackets) { LossyTransfers(false); }
 
 TEST(QuicE2E, CloseWithApplicationCodeAndReason) {
   ServerApp server;
