@@ -8,6 +8,7 @@
 #include <map>
 #include <set>
 
+#include "moqt/moqt_control_parser.h"
 #include "moqt/moqt_framer.h"
 #include "transport/test_tools/in_memory_session.h"
 
@@ -851,6 +852,170 @@ TEST(MoqtMalformedTest, MalformedDataFromPublisherClosesSubscriberSession) {
   EXPECT_EQ(raw.closed->code, static_cast<uint64_t>(SessionError::kProtocolViolation));
   ASSERT_TRUE(sub->done.has_value());
   EXPECT_TRUE(sub->done->session_closed);
+}
+
+}  // namespace
+}  // namespace kvcs::moqt
+
+namespace kvcs::moqt {
+namespace {
+
+// A client MoqtSession against a raw publisher that writes protocol bytes by hand.
+struct RawPublisher {
+  RawPublisher() : raw(&pair.server()) {
+    pair.server().SetVisitor(&raw);
+    MoqtSessionConfig cc;
+    cc.clock_ms = [this] { return now; };
+    client = std::make_unique<MoqtSession>(&pair.client(), cc, &cb, nullptr);
+    pair.Connect();
+    pair.RunUntilIdle();
+    moqt::Setup s;
+    s.options.max_filter_ranges = 8;
+    EXPECT_TRUE(pair.server()
+                    .OpenOutgoingUnidirectionalStream()
+                    ->Write(*SerializeControlMessage(s), false)
+                    .ok());
+    pair.RunUntilIdle();
+  }
+  void Send(transport::StreamId id, const ControlMessage& m, bool fin = false) {
+    ASSERT_TRUE(pair.server().GetStreamById(id)->Write(*SerializeControlMessage(m), fin).ok());
+  }
+  uint64_t now = 0;
+  InMemorySessionPair pair;
+  RawClient raw;
+  Callbacks cb;
+  std::unique_ptr<MoqtSession> client;
+};
+
+TEST(MoqtPublishDoneTest, CompletionWaitsForTheCountedStreams) {
+  RawPublisher p;
+  ASSERT_TRUE(p.client->setup_complete());
+  auto sub = std::make_shared<Sub>();
+  ASSERT_TRUE(p.client->Subscribe({{"a"}, "b"}, {}, sub).ok());
+  p.pair.RunUntilIdle();
+  SubscribeOk ok;
+  ok.track_alias = 4;
+  p.Send(0, ok);
+  PublishDone done;
+  done.status_code = static_cast<uint64_t>(PublishDoneCode::kTrackEnded);
+  done.stream_count = 1;
+  p.Send(0, done, true);  // PUBLISH_DONE overtakes the data stream
+  p.pair.RunUntilIdle();
+  EXPECT_FALSE(sub->done.has_value());
+  // The counted stream: group 0, object 0 "hi", FIN.
+  transport::Stream* d = p.pair.server().OpenOutgoingUnidirectionalStream();
+  ASSERT_TRUE(d->Write(Bytes{0x14, 0x04, 0x00, 0x00, 0x80, 0x00, 0x02, 'h', 'i'}, true).ok());
+  p.pair.RunUntilIdle();
+  ASSERT_EQ(sub->objects.size(), 1u);
+  EXPECT_EQ(sub->objects[0].payload, "hi");
+  ASSERT_TRUE(sub->done.has_value());
+  EXPECT_TRUE(sub->done->all_streams_received);
+  EXPECT_TRUE(sub->done->track_ended);
+}
+
+TEST(MoqtPublishDoneTest, MissingStreamsTimeOutThroughTheInjectedClock) {
+  RawPublisher p;
+  auto sub = std::make_shared<Sub>();
+  ASSERT_TRUE(p.client->Subscribe({{"a"}, "b"}, {}, sub).ok());
+  p.pair.RunUntilIdle();
+  p.Send(0, SubscribeOk{});
+  PublishDone done;
+  done.status_code = static_cast<uint64_t>(PublishDoneCode::kGoingAway);
+  done.stream_count = 2;
+  p.Send(0, done, true);
+  p.pair.RunUntilIdle();
+  p.now = kDefaultPublishDoneWaitMs - 1;
+  p.client->OnTimer();
+  EXPECT_FALSE(sub->done.has_value());
+  p.now = kDefaultPublishDoneWaitMs;
+  p.client->OnTimer();
+  ASSERT_TRUE(sub->done.has_value());
+  EXPECT_FALSE(sub->done->all_streams_received);
+  EXPECT_FALSE(sub->done->track_ended);
+  EXPECT_EQ(sub->done->status, static_cast<uint64_t>(PublishDoneCode::kGoingAway));
+}
+
+TEST(MoqtPublishDoneTest, MoreStreamsThanCountedIsAViolation) {
+  RawPublisher p;
+  auto sub = std::make_shared<Sub>();
+  ASSERT_TRUE(p.client->Subscribe({{"a"}, "b"}, {}, sub).ok());
+  p.pair.RunUntilIdle();
+  SubscribeOk ok;
+  ok.track_alias = 1;
+  p.Send(0, ok);
+  PublishDone done;
+  done.stream_count = 1;
+  p.Send(0, done, false);
+  // Two streams (groups 0 and 1), neither finished: the second exceeds the count.
+  for (uint8_t g : {0, 1}) {
+    ASSERT_TRUE(p.pair.server()
+                    .OpenOutgoingUnidirectionalStream()
+                    ->Write(Bytes{0x14, 0x01, g, 0x00, 0x80}, false)
+                    .ok());
+  }
+  p.pair.RunUntilIdle();
+  ASSERT_TRUE(p.raw.closed.has_value());
+  EXPECT_EQ(p.raw.closed->code, static_cast<uint64_t>(SessionError::kProtocolViolation));
+}
+
+// Reads every control message the server wrote on a raw client's request stream.
+std::vector<ControlMessage> ReadResponses(transport::Stream* s) {
+  ControlStreamParser parser;
+  uint8_t buf[4096];
+  for (;;) {
+    auto r = s->Read(buf);
+    if (r.bytes_read == 0) break;
+    parser.Append(ByteSpan(buf, r.bytes_read));
+  }
+  std::vector<ControlMessage> out;
+  for (;;) {
+    auto m = parser.Next();
+    if (!m.ok()) break;
+    out.push_back(*m);
+  }
+  return out;
+}
+
+TEST(MoqtMaxFilterRangesTest, TooManyRangesIsInvalidFilterAndTheSessionStaysUp) {
+  InMemorySessionPair pair;
+  RawClient raw(&pair.client());
+  pair.client().SetVisitor(&raw);
+  TrackStore store;
+  ASSERT_TRUE(store.CreateTrack({{"a"}, "b"}).ok());
+  MoqtSessionConfig sc;
+  sc.perspective = Perspective::kServer;
+  sc.max_filter_ranges = 1;
+  MoqtSession server(&pair.server(), sc, nullptr, &store);
+  pair.Connect();
+  pair.RunUntilIdle();
+  ASSERT_TRUE(pair.client().OpenOutgoingUnidirectionalStream()->Write(SetupBytes(), false).ok());
+  moqt::Subscribe sub;
+  sub.track = {{"a"}, "b"};
+  RangeFilter f;
+  f.ranges = {{0, 1}, {5, 6}};
+  sub.params.range_filters.object_id.push_back(f);
+  transport::Stream* req = pair.client().OpenOutgoingBidirectionalStream();
+  const transport::StreamId rid = req->GetStreamId();
+  ASSERT_TRUE(req->Write(*SerializeControlMessage(sub), false).ok());
+  pair.RunUntilIdle();
+  req = pair.client().GetStreamById(rid);
+  ASSERT_NE(req, nullptr);
+  std::vector<ControlMessage> got = ReadResponses(req);
+  ASSERT_EQ(got.size(), 1u);
+  auto* err = std::get_if<RequestError>(&got[0]);
+  ASSERT_NE(err, nullptr);
+  EXPECT_EQ(err->error_code, static_cast<uint64_t>(RequestErrorCode::kInvalidFilter));
+  EXPECT_FALSE(server.closed());
+  // One range is within the limit: SUBSCRIBE_OK.
+  sub.request_id = 2;
+  sub.params.range_filters.object_id[0].ranges = {{0, 1}};
+  transport::Stream* req2 = pair.client().OpenOutgoingBidirectionalStream();
+  const transport::StreamId rid2 = req2->GetStreamId();
+  ASSERT_TRUE(req2->Write(*SerializeControlMessage(sub), false).ok());
+  pair.RunUntilIdle();
+  got = ReadResponses(pair.client().GetStreamById(rid2));
+  ASSERT_EQ(got.size(), 1u);
+  EXPECT_TRUE(std::holds_alternative<SubscribeOk>(got[0]));
 }
 
 }  // namespace
