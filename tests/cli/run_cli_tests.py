@@ -456,6 +456,113 @@ def test_demo_small(d):
     run("demo", "--tokens", 10**9, "--no-store", ok=False)
 
 
+
+# ------------------------------------------------------------------------------------------------
+# kvcs moq-pub / moq-sub over 127.0.0.1 (MOQT draft-22 over real QUIC).
+
+def start_moq_pub(*args):
+    """Starts moq-pub on an ephemeral port; returns (process, url, dev cert path)."""
+    import select
+    import time
+    p = subprocess.Popen([KVCS, "moq-pub", "--listen", "127.0.0.1:0", *map(str, args)],
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    url = cert = None
+    seen = []
+    deadline = time.monotonic() + 30
+    while url is None and time.monotonic() < deadline:
+        r, _, _ = select.select([p.stdout], [], [], 1)
+        if not r:
+            if p.poll() is not None:
+                break
+            continue
+        line = p.stdout.readline()
+        if not line:
+            break
+        seen.append(line)
+        if line.startswith("dev certificate "):
+            cert = line.split()[2]
+        if line.startswith("listening on "):
+            url = line.split()[2] + "/"
+    if url is None:
+        p.kill()
+        raise Failure("moq-pub did not start:\n" + "".join(seen) + p.stderr.read())
+    return p, url, cert
+
+
+def finish_moq_pub(p):
+    try:
+        out, err = p.communicate(timeout=30)
+    except subprocess.TimeoutExpired:
+        p.kill()
+        raise Failure("moq-pub did not exit after its sessions")
+    check(p.returncode == 0, f"moq-pub rc {p.returncode}\n{out}\n{err}")
+    return out
+
+
+def test_moq_help(d):
+    for sub in ("moq-pub", "moq-sub"):
+        p = run(sub, "--help")
+        check("Example" in p.stdout and "moqt://" in p.stdout, f"kvcs {sub} --help: no example")
+
+
+def test_moq_pub_sub_loopback(d):
+    # 4 groups x 8 objects, produced at 100 objects/s: the first subscriber joins during
+    # production (fill + live), the others after the end.
+    p, url, cert = start_moq_pub("--groups", 4, "--objects", 8, "--size", 2000, "--rate", 100,
+                                 "--sessions", 4, "-q")
+    try:
+        check(cert and os.path.exists(cert), f"no dev certificate printed ({cert})")
+        tls = ["--ca", cert, "--server-name", "localhost"]
+        s = run("moq-sub", url, *tls, "--namespace", "kvcs-demo/synthetic", "--fill", "--verify",
+                "--print", "group", "--timeout", 30)
+        check("complete: 32 objects in 4 groups, 64000 bytes" in s.stdout, s.stdout)
+        check("track ended" in s.stdout and "payload errors 0" in s.stdout, s.stdout)
+        check("DUPLICATES" not in s.stdout, s.stdout)
+        check(s.stdout.count("\ngroup ") + s.stdout.startswith("group ") == 4, s.stdout)
+        # FETCH groups 1..2, objects 2..5, ascending.
+        f = run("moq-sub", url, "--insecure", "--fetch", "--start", 1, "--end", 2, "--objects",
+                "2-5", "--verify", "--timeout", 30)
+        objs = [ln.split() for ln in f.stdout.splitlines() if ln.startswith("object ")]
+        got = [(int(o[2]), int(o[4])) for o in objs]
+        want = [(g, o) for g in (1, 2) for o in range(2, 6)]
+        check(got == want, f"fetch returned {got}")
+        check("complete: 8 objects" in f.stdout and "payload errors 0" in f.stdout, f.stdout)
+        # Discovery of the namespace under a prefix.
+        n = run("moq-sub", url, "--insecure", "--discover", "kvcs-demo", "--timeout", 30)
+        check("namespace kvcs-demo/synthetic" in n.stdout, n.stdout)
+        # An unknown track: a clear refusal, non-zero exit.
+        u = run("moq-sub", url, "--insecure", "--track", "nope", "--timeout", 30, ok=False)
+        check("DOES_NOT_EXIST" in u.stderr and "hint:" in u.stderr, u.stderr)
+    except BaseException:
+        p.kill()
+        raise
+    finish_moq_pub(p)
+
+
+def test_moq_bad_input(d):
+    r = run("moq-sub", "http://127.0.0.1:4443/", "--insecure", ok=False)
+    check("not a moqt:// URL" in r.stderr and "hint:" in r.stderr, r.stderr)
+    r = run("moq-sub", "moqt://127.0.0.1/", "--insecure", ok=False)
+    check("no port" in r.stderr, r.stderr)
+    r = run("moq-sub", "moqt://127.0.0.1:4443/", "--insecure", "--end", 3, ok=False)
+    check("--end needs --start" in r.stderr, r.stderr)
+    r = run("moq-sub", "moqt://127.0.0.1:4443/", "--insecure", "--objects", "9-2", ok=False)
+    check("end below start" in r.stderr, r.stderr)
+    # Nothing listens on UDP port 9 of 127.0.0.1: a clear connection error, quickly.
+    r = run("moq-sub", "moqt://127.0.0.1:9/", "--insecure", "--connect-timeout", 1, "--timeout",
+            20, ok=False)
+    check("cannot connect" in r.stderr and "hint:" in r.stderr, r.stderr)
+    r = run("moq-pub", "--listen", "nonsense", ok=False)
+    check("HOST:PORT" in r.stderr, r.stderr)
+    r = run("moq-pub", "--listen", "127.0.0.1:0", "--size", 1 << 30, ok=False)
+    check("above the limit" in r.stderr, r.stderr)
+    r = run("moq-pub", "--listen", "127.0.0.1:0", "--namespace", "a//b", ok=False)
+    check("empty field" in r.stderr, r.stderr)
+    r = run("moq-pub", "--listen", "127.0.0.1:0", "--cert", f"{d}/missing.pem", "--key",
+            f"{d}/missing.key", ok=False)
+    check("cannot serve" in r.stderr, r.stderr)
+
+
 def main():
     wanted = sys.argv[2:]
     tests = [(n, f) for n, f in globals().items() if n.startswith("test_") and callable(f)]
