@@ -122,6 +122,18 @@ class QuicStream : public transport::Stream {
     c_->ScheduleFlush();
   }
 
+  void SetSendOrder(uint64_t send_order) override {
+    if (send_order == send_order_) return;
+    if (in_sendq_) {
+      c_->SendqRemove(this);
+      send_order_ = send_order;
+      c_->Enqueue(this);
+    } else {
+      send_order_ = send_order;
+    }
+  }
+  uint64_t GetSendOrder() const override { return send_order_; }
+
   void SetVisitor(std::unique_ptr<transport::StreamVisitor> v) override { visitor_ = std::move(v); }
   transport::StreamVisitor* visitor() override { return visitor_.get(); }
 
@@ -155,7 +167,8 @@ class QuicStream : public transport::Stream {
   bool fin_requested_ = false, fin_sent_ = false, fin_acked_ = false;
   bool write_closed_ = false, write_reset_ = false, local_reset_ = false, stop_notified_ = false;
   bool want_can_write_ = false;
-  bool in_sendq_ = false, blocked_ = false;
+  bool in_sendq_ = false, blocked_ = false;  // in_sendq_: listed in c_->sendq_[send_order_]
+  uint64_t send_order_ = kDefaultSendOrder;
   bool fin_received_ = false, read_finished_ = false, read_event_pending_ = false;
   bool transport_closed_ = false;
 };
@@ -785,12 +798,7 @@ void Connection::SweepStreams() {
     if (s->visitor_) s->visitor_->OnStreamClosed();
     bool remote = !ngtcp2_conn_is_local_stream(conn_, s->id_);
     bool bidi = ngtcp2_is_bidi_stream(s->id_);
-    for (auto q = sendq_.begin(); q != sendq_.end(); ++q) {
-      if (*q == s) {
-        sendq_.erase(q);
-        break;
-      }
-    }
+    SendqRemove(s);
     streams_.erase(it);
     // Return the stream-count credit only now that the application is done with the stream.
     if (remote && state_ < State::kClosing) {
@@ -817,7 +825,34 @@ void Connection::ScheduleFlush() {
 void Connection::Enqueue(QuicStream* s) {
   if (s->in_sendq_ || s->blocked_ || !s->HasPendingSend()) return;
   s->in_sendq_ = true;
-  sendq_.push_back(s);
+  sendq_[s->send_order_].push_back(s);
+}
+
+void Connection::SendqRemove(QuicStream* s) {
+  if (!s->in_sendq_) return;
+  s->in_sendq_ = false;
+  auto it = sendq_.find(s->send_order_);
+  if (it == sendq_.end()) return;
+  auto& q = it->second;
+  for (auto p = q.begin(); p != q.end(); ++p) {
+    if (*p == s) {
+      q.erase(p);
+      break;
+    }
+  }
+  if (q.empty()) sendq_.erase(it);
+}
+
+void Connection::SendqPopFront(QuicStream* s, bool requeue) {
+  auto it = sendq_.find(s->send_order_);
+  if (it == sendq_.end() || it->second.empty() || it->second.front() != s) return;
+  it->second.pop_front();
+  if (requeue) {
+    it->second.push_back(s);  // round-robin among equal send orders, one packet each
+    return;
+  }
+  s->in_sendq_ = false;
+  if (it->second.empty()) sendq_.erase(it);
 }
 
 // ---------------------------------------------------------------------------------- write path
@@ -898,14 +933,14 @@ void Connection::Flush() {
   if (!WriteDatagrams(&ps, max_pkt, &pkts, max_pkts, &stop, ts)) return;
   while (!stop && pkts < max_pkts) {
     QuicStream* s = nullptr;
+    // The stream to feed: the front of the lowest send order's queue (transport/session.h).
     while (!sendq_.empty()) {
-      QuicStream* f = sendq_.front();
+      QuicStream* f = sendq_.begin()->second.front();
       if (f->HasPendingSend() && !f->blocked_) {
         s = f;
         break;
       }
-      f->in_sendq_ = false;
-      sendq_.pop_front();
+      SendqPopFront(f, /*requeue=*/false);
     }
     if (s && s->send_.Unsent() > 0 && ngtcp2_conn_get_max_data_left(conn_) == 0) {
       s = nullptr;  // connection-level credit exhausted: only control frames now
@@ -938,25 +973,19 @@ void Connection::Flush() {
     if (n < 0) {
       switch (n) {
         case NGTCP2_ERR_WRITE_MORE:
-          if (s && !s->HasPendingSend()) {
-            s->in_sendq_ = false;
-            sendq_.pop_front();
-          }
+          if (s && !s->HasPendingSend()) SendqPopFront(s, /*requeue=*/false);
           continue;
         case NGTCP2_ERR_STREAM_DATA_BLOCKED:
           s->blocked_ = true;
-          s->in_sendq_ = false;
-          sendq_.pop_front();
+          SendqPopFront(s, /*requeue=*/false);
           continue;
         case NGTCP2_ERR_STREAM_SHUT_WR:
           // The peer's STOP_SENDING shut our write side (reported at stream close).
           s->write_closed_ = s->write_reset_ = true;
-          s->in_sendq_ = false;
-          sendq_.pop_front();
+          SendqPopFront(s, /*requeue=*/false);
           continue;
         case NGTCP2_ERR_STREAM_NOT_FOUND:
-          s->in_sendq_ = false;
-          sendq_.pop_front();
+          SendqPopFront(s, /*requeue=*/false);
           continue;
         default:
           HandleLibError(static_cast<int>(n));
@@ -967,14 +996,7 @@ void Connection::Flush() {
     if (n == 0) break;  // nothing more to send now, or congestion/pacing limited
     if (pkts == 0) ++sock.stats().flushes;
     ++pkts;
-    if (s && !sendq_.empty() && sendq_.front() == s) {
-      sendq_.pop_front();
-      if (s->HasPendingSend()) {
-        sendq_.push_back(s);  // round-robin between streams, one packet each
-      } else {
-        s->in_sendq_ = false;
-      }
-    }
+    if (s) SendqPopFront(s, /*requeue=*/s->HasPendingSend());
     if (!CommitAndMaybeSend(static_cast<size_t>(n), ps.path)) break;
   }
   if (sock.batch_packets() > 0 && !sock.blocked()) {

@@ -12,6 +12,7 @@
 #include <ngtcp2/ngtcp2_crypto.h>
 
 #include <deque>
+#include <map>
 #include <memory>
 #include <optional>
 #include <unordered_map>
@@ -159,7 +160,11 @@ class Connection : public QuicClientSession {
   void Finish();
   transport::CloseInfo InfoFromCcerr(const ngtcp2_connection_close_error& e, bool by_peer) const;
   QuicStream* NewStream(int64_t id);
+  // Send queue: streams with bytes (or a FIN) to send, by send order, FIFO within one order.
   void Enqueue(QuicStream* s);
+  void SendqRemove(QuicStream* s);
+  // `s` is at the front of its queue: rotate it to the back (requeue) or drop it.
+  void SendqPopFront(QuicStream* s, bool requeue);
   bool WriteDatagrams(ngtcp2_path_storage* ps, size_t max_pkt, size_t* pkts, size_t max_pkts,
                       bool* stop, ngtcp2_tstamp ts);
   bool CommitAndMaybeSend(size_t nwrite, const ngtcp2_path& path);
@@ -195,7 +200,8 @@ class Connection : public QuicClientSession {
   ChunkPool pool_;
   std::unordered_map<int64_t, std::unique_ptr<QuicStream>> streams_;
   std::deque<int64_t> incoming_bidi_, incoming_uni_;
-  std::deque<QuicStream*> sendq_;
+  // Lowest send order first (Stream::SetSendOrder); each queue is served round-robin.
+  std::map<uint64_t, std::deque<QuicStream*>> sendq_;
   std::vector<int64_t> sweep_;  // ids of streams that may be finished
   std::deque<std::vector<uint8_t>> dgram_tx_;
   std::deque<std::vector<uint8_t>> dgram_rx_;

@@ -313,6 +313,61 @@ TEST(QuicE2E, FlowControlStallResumes) {
   ExpectDigestReply(paused, kSize);
 }
 
+// Stream::SetSendOrder: under contention, a lower send order goes first. The connection
+// window (256 KiB, not auto-tuned) is the bottleneck and every stream window exceeds the data,
+// so the sender always has credit for whichever stream it picks: the order in which streams
+// finish shows its choice. Streams are written in the opposite order of their priority, and two
+// get their order only after their data is queued (re-queueing path).
+TEST(QuicE2E, LowerSendOrderCompletesFirst) {
+  auto constrain = [](TransportLimits& l) {
+    l.initial_connection_window = 256 << 10;
+    l.max_connection_window = 256 << 10;
+    l.initial_stream_window = 8 << 20;
+    l.max_stream_window = 8 << 20;
+  };
+  ServerApp server([&](ServerConfig& cfg) { constrain(cfg.limits); });
+  ClientLoop loop;
+  ClientConfig cfg = MakeClientConfig(server.port());
+  constrain(cfg.limits);
+  auto c = ConnectReady(loop, cfg);
+  ASSERT_TRUE(c && c->visitor.ready);
+  constexpr uint64_t kSize = 2 << 20;
+  // Opened and written in this order; priorities: late (order 300), default, mid (order 200),
+  // first (order 1, set after its data was queued), second (order 100, set after queueing).
+  Stream* late = c->session->OpenOutgoingBidirectionalStream();
+  ASSERT_TRUE(late);
+  late->SetSendOrder(300);
+  EXPECT_EQ(late->GetSendOrder(), 300u);
+  auto s_late = Attach(late, std::make_shared<SendStream>(late, 'D', kSize, 11));
+  auto s_default = OpenSend(*c->session, 'D', kSize, 12);
+  Stream* mid = c->session->OpenOutgoingBidirectionalStream();
+  ASSERT_TRUE(mid);
+  EXPECT_EQ(mid->GetSendOrder(), Stream::kDefaultSendOrder);
+  mid->SetSendOrder(200);
+  auto s_mid = Attach(mid, std::make_shared<SendStream>(mid, 'D', kSize, 13));
+  auto s_first = OpenSend(*c->session, 'D', kSize, 14);
+  auto s_second = OpenSend(*c->session, 'D', kSize, 15);
+  s_late->Start();
+  s_mid->Start();
+  // All five are queued now (nothing is sent before this test returns to the event loop).
+  s_first->s_->SetSendOrder(1);
+  s_second->s_->SetSendOrder(100);
+  // Ids now: a Stream* dies once both of its directions are done.
+  std::vector<transport::StreamId> expected = {
+      s_first->s_->GetStreamId(), s_second->s_->GetStreamId(), s_mid->s_->GetStreamId(),
+      s_late->s_->GetStreamId(), s_default->s_->GetStreamId()};
+  ASSERT_TRUE(loop.RunUntil(
+      [&] {
+        return s_late->reply_fin && s_default->reply_fin && s_mid->reply_fin &&
+               s_first->reply_fin && s_second->reply_fin;
+      },
+      "prioritised transfers"));
+  for (auto* s : {&s_late, &s_default, &s_mid, &s_first, &s_second}) {
+    ExpectDigestReply(*s, kSize);
+  }
+  EXPECT_EQ(server.DigestOrder(), expected);
+}
+
 TEST(QuicE2E, ResetAndStopSendingPropagateCodes) {
   ServerApp server;
   ClientLoop loop;

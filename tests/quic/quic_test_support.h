@@ -194,6 +194,11 @@ class ServerApp {
   void Post(std::function<void()> fn) { asio::post(io_, std::move(fn)); }
   uint16_t port() const { return port_; }
   QuicServer* server() { return server_.get(); }
+  // Ids of the 'D' streams in the order their FIN was read (any thread).
+  std::vector<transport::StreamId> DigestOrder() {
+    std::lock_guard<std::mutex> lock(order_mu_);
+    return digest_order_;
+  }
 
   ServerEvents events;  // set before clients connect; invoked on the server thread
 
@@ -206,6 +211,8 @@ class ServerApp {
   std::optional<asio::executor_work_guard<asio::io_context::executor_type>> work_;
   std::thread thread_;
   uint16_t port_ = 0;
+  std::mutex order_mu_;
+  std::vector<transport::StreamId> digest_order_;
 };
 
 inline void ServerSessionVisitor::OnSessionClosed(const CloseInfo& info) {
@@ -297,6 +304,10 @@ inline void ServerStream::OnCanRead() {
           continue;
         }
         done_ = true;
+        {
+          std::lock_guard<std::mutex> lock(app_->order_mu_);
+          app_->digest_order_.push_back(s_->GetStreamId());
+        }
         Digest d = sha_.Finish();
         std::vector<uint8_t> reply;
         if (s_->IsBidirectional()) {
