@@ -393,7 +393,13 @@ Status StreamDecoder::Step(std::vector<StreamEvent>* events) {
       rec.digest_kind = static_cast<DigestKind>(kind);
       Status valid = ValidateBlockRecord(rec, header_.components);
       if (!valid.ok()) return Fail(valid);
-      layer_.blocks.push_back(LayerBlock{rec, BlockBytes(rec.k_len + rec.v_len)});
+      BlockBytes data;
+      if (!spare_.empty()) {
+        data = std::move(spare_.back());
+        spare_.pop_back();
+      }
+      data.resize(rec.k_len + rec.v_len);  // default-initialized: no zero-fill
+      layer_.blocks.push_back(LayerBlock{rec, std::move(data)});
       data_have_ = 0;
       state_ = State::kData;
       buf_.clear();
@@ -413,6 +419,14 @@ Status StreamDecoder::Finish() const {
   if (state_ == State::kFailed) return error_;
   return Status(Code::kNeedMoreData, "aggregate: stream ended before its end frame",
                 static_cast<int>(WireError::kTruncated));
+}
+
+void StreamDecoder::Recycle(LayerEvent&& spent) {
+  for (LayerBlock& b : spent.blocks) {
+    if (spare_.size() >= header_.block_count) break;
+    if (b.data.capacity() > 0) spare_.push_back(std::move(b.data));
+  }
+  spent.blocks.clear();
 }
 
 Status VerifyBlock(const LayerBlock& b) {
