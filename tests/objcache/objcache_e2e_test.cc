@@ -40,7 +40,7 @@ class ObjcacheE2E : public ::testing::Test {
     cfg.secrets[s3::kDevAccessKey] = s3::kDevSecretKey;
     cfg.io_threads = 2;
     server_ = std::make_unique<s3::Server>(cfg, *store_);
-    service_ = std::make_unique<Service>(ServiceOptions{});
+    service_ = std::make_unique<Service>(MakeServiceOptions());
     for (auto& e : service_->Extensions()) server_->AddExtension(std::move(e));
     ASSERT_TRUE(server_->Start().ok());
     runner_ = std::thread([this] { server_->Run(false); });
@@ -55,6 +55,7 @@ class ObjcacheE2E : public ::testing::Test {
       containers_.push_back(*c);
     }
   }
+  virtual ServiceOptions MakeServiceOptions() { return ServiceOptions{}; }
   void TearDown() override {
     client_.reset();
     if (server_) server_->Stop();
@@ -190,6 +191,49 @@ TEST_F(ObjcacheE2E, SomeMissing) {
     EXPECT_EQ(g.status[3], BlockStatus::kMissing);
     EXPECT_TRUE(g.data[1].empty());
     EXPECT_EQ(g.data[2], SyntheticLayerBytes(cache_, 2, g.layer));
+  }
+}
+
+// Windows far smaller than a layer: a window ends inside a layer, a layer spans several windows,
+// missing blocks' records are counted against the window, the window buffers are reused by the
+// next requests (three requests in a row, with different components), and every byte still
+// arrives in order.
+class ObjcacheSmallWindowE2E : public ObjcacheE2E {
+ protected:
+  ServiceOptions MakeServiceOptions() override {
+    ServiceOptions o;
+    o.window_bytes = 3 * 64 * 1024 + 100;  // three block-layers and a bit: cuts inside layers
+    return o;
+  }
+};
+
+TEST_F(ObjcacheSmallWindowE2E, LayersSpanWindowsAndBuffersAreReused) {
+  PutAll();
+  Digest unknown{};
+  unknown.fill(0x77);
+  std::vector<Digest> keys = cache_.block_keys;
+  keys.insert(keys.begin() + 3, unknown);
+  for (Components c : {Components::kKV, Components::kK, Components::kKV, Components::kV}) {
+    auto got = Get(Req(keys, 0, kLayers, c));
+    ASSERT_TRUE(got.ok()) << got.status().ToString();
+    ASSERT_EQ(got->size(), kLayers);
+    for (uint32_t l = 0; l < kLayers; ++l) {
+      const Got& g = (*got)[l];
+      EXPECT_EQ(g.layer, l);
+      ASSERT_EQ(g.status.size(), keys.size());
+      for (uint32_t i = 0; i < keys.size(); ++i) {
+        if (i == 3) {
+          EXPECT_EQ(g.status[i], BlockStatus::kMissing);
+          continue;
+        }
+        uint32_t b = i < 3 ? i : i - 1;
+        ASSERT_EQ(g.status[i], BlockStatus::kPresent) << "layer " << l << " block " << b;
+        Bytes want = c == Components::kKV  ? SyntheticLayerBytes(cache_, b, l)
+                     : c == Components::kK ? K(b, l)
+                                           : V(b, l);
+        EXPECT_EQ(g.data[i], want) << "layer " << l << " block " << b;
+      }
+    }
   }
 }
 
