@@ -50,6 +50,9 @@ constexpr auto kHandshakeTimeout = 30s;
 constexpr size_t kRawBufferBytes = 256 * 1024;
 // Unread request bodies up to this size are drained to keep the connection; larger ones close it.
 constexpr uint64_t kMaxDrainBytes = 256 * 1024;
+// Receive buffer of a connection (request heads and bodies). Beast reads at most 64 KiB at a time;
+// 64 KiB × kMaxConnections bounds the total at 64 MiB.
+constexpr size_t kReceiveBufferBytes = 64 * 1024;
 // On shutdown, in-flight requests get this long before the event loop stops.
 constexpr auto kShutdownGrace = 5s;
 
@@ -347,6 +350,9 @@ struct Server::Impl {
 template <class Stream>
 Awaitable<void> Server::Impl::Session(Stream& stream) {
   beast::flat_buffer buf;
+  // Beast receives at most max(512, free capacity) bytes per read: without this a request body
+  // arrived 512 bytes per recv call.
+  buf.reserve(kReceiveBufferBytes);
   for (;;) {
     if (stopping) break;
     {
