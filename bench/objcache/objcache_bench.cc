@@ -5,11 +5,20 @@
 //   range GETs   one S3 GET with a Range header per (block, layer): N × L requests
 //   block GETs   one S3 GET per whole block: N requests
 //   aggregated   ONE POST ?kvcs-aggregate request, layer-major, every block-layer digest verified
+// plus the transport's ceiling: the same number of bytes over a bare loopback TCP connection.
 // Each reports requests, wall time, GB/s of KV payload and time to first layer (all blocks' layer
 // 0 available). Server and client run in this process over 127.0.0.1.
 //
 // Usage: kvcs_objcache_bench [--blocks N]... [--layers L] [--dir D] [--skip-range]
 //   Default: --blocks 256 --blocks 4096 (4K and 64K tokens; 4096 needs ~8.5 GiB of disk).
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -46,6 +55,62 @@ struct Row {
   double wall = 0, ttfl = 0;
   uint64_t bytes = 0;
 };
+
+double ThreadCpuSeconds() {
+  timespec t{};
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
+  return double(t.tv_sec) + double(t.tv_nsec) * 1e-9;
+}
+
+// Baseline: `bytes` moved over a bare loopback TCP connection (no HTTP, no store, no
+// verification) from a sender thread in 1 MiB writes to a receiver reading 1 MiB at a time.
+// Returns seconds, or a negative value if the sockets could not be set up.
+double LoopbackTcpSeconds(uint64_t bytes) {
+  int ls = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  socklen_t len = sizeof a;
+  if (ls < 0 || ::bind(ls, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0 ||
+      ::listen(ls, 1) != 0 || ::getsockname(ls, reinterpret_cast<sockaddr*>(&a), &len) != 0) {
+    if (ls >= 0) ::close(ls);
+    return -1;
+  }
+  constexpr size_t kIo = 1 << 20;
+  std::thread sender([&] {
+    int c = ::accept(ls, nullptr, nullptr);
+    if (c < 0) return;
+    std::vector<uint8_t> payload(kIo, 7);
+    for (uint64_t sent = 0; sent < bytes;) {
+      ssize_t w = ::send(c, payload.data(), std::min<uint64_t>(kIo, bytes - sent), 0);
+      if (w <= 0) break;
+      sent += static_cast<uint64_t>(w);
+    }
+    ::close(c);
+  });
+  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  double secs = -1;
+  if (fd >= 0 && ::connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0) {
+    std::vector<uint8_t> in(kIo);
+    auto t0 = Clock::now();
+    uint64_t got = 0;
+    while (got < bytes) {
+      ssize_t r = ::recv(fd, in.data(), in.size(), 0);
+      if (r <= 0) break;
+      got += static_cast<uint64_t>(r);
+    }
+    if (got == bytes) secs = Secs(t0, Clock::now());
+  }
+  if (fd >= 0) ::close(fd);
+  sender.join();
+  ::close(ls);
+  return secs;
+}
+
+double LoadAverage() {
+  double l[1] = {0};
+  return getloadavg(l, 1) == 1 ? l[0] : -1;
+}
 
 void Print(const Row& r) {
   std::printf("  %-28s %9llu req %9.1f ms %7.2f GB/s   first layer %8.2f ms\n", r.name.c_str(),
@@ -86,8 +151,10 @@ int RunSize(uint32_t blocks, uint32_t layers, const std::string& parent, bool sk
   }
   const uint64_t block_layer = 2 * cache->section_bytes;
   const uint64_t payload = uint64_t{blocks} * layers * block_layer;
-  std::printf("\n%u blocks (%u tokens) x %u layers, %.1f MiB of KV payload (setup %.1f s)\n",
-              blocks, blocks * 16, layers, payload / 1048576.0, Secs(t_setup, Clock::now()));
+  std::printf(
+      "\n%u blocks (%u tokens) x %u layers, %.1f MiB of KV payload (setup %.1f s, load average "
+      "%.2f)\n",
+      blocks, blocks * 16, layers, payload / 1048576.0, Secs(t_setup, Clock::now()), LoadAverage());
 
   // Views of every stored container (the layer byte ranges).
   std::vector<std::shared_ptr<const store::ObjectReader>> readers;
@@ -158,6 +225,15 @@ int RunSize(uint32_t blocks, uint32_t layers, const std::string& parent, bool sk
     rows.push_back(r);
   }
 
+  {  // the same number of bytes over a bare loopback TCP connection: the transport's ceiling
+    double secs = 1e9;
+    for (int i = 0; i < 2; ++i) {  // best of two: the machine is shared
+      double s = LoopbackTcpSeconds(payload);
+      if (s > 0) secs = std::min(secs, s);
+    }
+    if (secs < 1e9) rows.push_back(Row{"loopback TCP (no HTTP)", 1, secs, 0, payload});
+  }
+
   s3::ServerConfig cfg;
   cfg.port = 0;
   cfg.secrets[s3::kDevAccessKey] = s3::kDevSecretKey;
@@ -174,6 +250,7 @@ int RunSize(uint32_t blocks, uint32_t layers, const std::string& parent, bool sk
   Client client(co);
   int rc = 0;
 
+  double agg_client_cpu = 0;
   if (!skip_range) {  // one Range GET per (block, layer)
     Row r{"S3 range GET per block-layer", 0, 0, 0, payload};
     auto t0 = Clock::now();
@@ -218,6 +295,7 @@ int RunSize(uint32_t blocks, uint32_t layers, const std::string& parent, bool sk
     req.layer_count = layers;
     req.block_keys = cache->block_keys;
     uint64_t verified = 0;
+    double cpu0 = ThreadCpuSeconds();
     auto stats = client.AggregateGet(bucket, req, [&](const DeliveredLayer& l) {
       for (const auto& b : l.blocks)
         if (b.status == BlockStatus::kPresent) verified += b.data.size();
@@ -228,6 +306,7 @@ int RunSize(uint32_t blocks, uint32_t layers, const std::string& parent, bool sk
                    stats.ok() ? "short" : stats.status().ToString().c_str());
       rc = 1;
     } else {
+      agg_client_cpu = ThreadCpuSeconds() - cpu0;
       rows.push_back(Row{"aggregated (1 request)", 1, stats->total_seconds,
                          stats->first_layer_seconds, payload});
     }
@@ -246,12 +325,20 @@ int RunSize(uint32_t blocks, uint32_t layers, const std::string& parent, bool sk
   const Row* ver = find("pread + SHA");
   const Row* rng = find("S3 range");
   const Row* blk = find("S3 GET per block");
+  const Row* tcp = find("loopback TCP");
   if (agg) {
     const Row* best = seq->wall < par->wall ? seq : par;
     std::printf(
         "  ratios: aggregated / best raw pread = %.2f of the GB/s; aggregated / (pread + "
         "verify) = %.2f\n",
         best->wall / agg->wall, ver->wall / agg->wall);
+    if (tcp)
+      std::printf(
+          "          aggregated / bare loopback TCP = %.2f; loopback TCP / best raw pread = %.2f\n",
+          tcp->wall / agg->wall, best->wall / tcp->wall);
+    std::printf(
+        "          aggregated client thread CPU %.1f ms (%.2f GB/s of CPU); load average %.2f\n",
+        agg_client_cpu * 1e3, agg->bytes / agg_client_cpu / 1e9, LoadAverage());
     if (rng)
       std::printf("          per-range GETs take %.1fx the aggregated time (first layer %.1fx)\n",
                   rng->wall / agg->wall, rng->ttfl / agg->ttfl);
