@@ -146,6 +146,11 @@ struct S3BackendStore::Impl {
     return b;
   }
 
+  // Opens `key` of backend bucket `bucket` with one range GET of its first open_prefix_bytes
+  // (HEAD when that is 0). REQUIRES: the key is valid.
+  Result<std::shared_ptr<const store::ObjectReader>> OpenReader(const std::string& bucket,
+                                                                std::string_view key);
+
   Result<store::ObjectMeta> HeadBackend(const std::string& bucket, std::string_view key) {
     auto h = client->HeadObject(bucket, key);
     if (!h.ok()) {
@@ -162,17 +167,29 @@ struct S3BackendStore::Impl {
 
 namespace {
 
-// A pinned snapshot: every read is a range GET with If-Match on the ETag seen at Open.
+// A pinned snapshot: opened by one range GET of the object's first bytes (its metadata and ETag
+// come from that response, the bytes are kept); every later read is a range GET with If-Match on
+// that ETag, so all bytes a reader returns belong to the version it opened.
 class BackendReader final : public store::ObjectReader {
  public:
-  BackendReader(S3Client* client, std::string bucket, store::ObjectMeta meta)
-      : client_(client), bucket_(std::move(bucket)), meta_(std::move(meta)) {}
+  BackendReader(S3Client* client, std::string bucket, store::ObjectMeta meta, Bytes prefix)
+      : client_(client),
+        bucket_(std::move(bucket)),
+        meta_(std::move(meta)),
+        prefix_(std::move(prefix)) {}
   const store::ObjectMeta& meta() const override { return meta_; }
   Result<size_t> ReadAt(uint64_t offset, std::span<uint8_t> out) const override {
     if (offset >= meta_.size || out.empty()) return size_t{0};
     out = out.first(static_cast<size_t>(std::min<uint64_t>(out.size(), meta_.size - offset)));
+    if (FromPrefix(offset, out)) return out.size();
     auto r = client_->GetRange(bucket_, meta_.key, offset, out, meta_.etag);
     return Finish(r, out.size());
+  }
+  // Copies [offset, offset + out.size()) from the bytes read at Open when they hold all of it.
+  bool FromPrefix(uint64_t offset, std::span<uint8_t> out) const {
+    if (offset > prefix_.size() || out.size() > prefix_.size() - offset) return false;
+    std::copy_n(prefix_.begin() + static_cast<ptrdiff_t>(offset), out.size(), out.begin());
+    return true;
   }
   Result<size_t> Finish(const Result<size_t>& r, size_t want) const {
     if (!r.ok()) {
@@ -196,6 +213,7 @@ class BackendReader final : public store::ObjectReader {
   S3Client* client_;
   std::string bucket_;
   store::ObjectMeta meta_;
+  Bytes prefix_;  // the first bytes of this version (at most open_prefix_bytes)
 };
 
 // Streams an object: buffered until multipart_threshold, then multipart parts of part_bytes.
@@ -395,6 +413,9 @@ Result<std::unique_ptr<S3BackendStore>> S3BackendStore::Open(S3BackendOptions op
   if (options.part_bytes < store::kMinPartBytes || options.part_bytes > kMaxPutBodyBytes) {
     return InvalidArgument("part_bytes must be between 5 MiB and 512 MiB");
   }
+  if (options.open_prefix_bytes > kMaxOpenPrefixBytes) {
+    return InvalidArgument("open_prefix_bytes must be at most 1 MiB");
+  }
   if (options.multipart_threshold < options.part_bytes ||
       options.multipart_threshold > kMaxPutBodyBytes) {
     return InvalidArgument("multipart_threshold must be between part_bytes and 512 MiB");
@@ -477,13 +498,42 @@ Result<std::unique_ptr<store::ObjectWriter>> S3BackendStore::Put(std::string_vie
       new BackendWriter(impl_.get(), std::move(b), std::string(key), std::move(options)));
 }
 
+Result<std::shared_ptr<const store::ObjectReader>> S3BackendStore::Impl::OpenReader(
+    const std::string& bucket, std::string_view key) {
+  Bytes prefix;
+  store::ObjectMeta m;
+  if (options.open_prefix_bytes == 0) {
+    KVCS_ASSIGN_OR_RETURN(m, HeadBackend(bucket, key));
+  } else {
+    prefix.resize(options.open_prefix_bytes);
+    auto p = client->GetPrefix(bucket, key, prefix);
+    // A GET's error body names NoSuchBucket apart from NoSuchKey (HEAD needs a second request).
+    if (!p.ok()) return ToStoreStatus(p.status());
+    prefix.resize(p->bytes);
+    m = MetaFromHead(key, std::move(p->head));
+  }
+  return std::shared_ptr<const store::ObjectReader>(
+      std::make_shared<BackendReader>(client.get(), bucket, std::move(m), std::move(prefix)));
+}
+
 Result<std::shared_ptr<const store::ObjectReader>> S3BackendStore::Open(std::string_view bucket,
                                                                         std::string_view key) {
   KVCS_ASSIGN_OR_RETURN(std::string b, impl_->Backend(bucket));
   KVCS_RETURN_IF_ERROR(store::ValidateKey(key));
-  KVCS_ASSIGN_OR_RETURN(store::ObjectMeta m, impl_->HeadBackend(b, key));
-  return std::shared_ptr<const store::ObjectReader>(
-      std::make_shared<BackendReader>(impl_->client.get(), std::move(b), std::move(m)));
+  return impl_->OpenReader(b, key);
+}
+
+std::vector<Result<std::shared_ptr<const store::ObjectReader>>> S3BackendStore::OpenMany(
+    std::string_view bucket, std::span<const std::string> keys) {
+  using R = Result<std::shared_ptr<const store::ObjectReader>>;
+  auto b = impl_->Backend(bucket);
+  std::vector<R> out(keys.size(), b.ok() ? R(Status(Code::kInternal, "not run")) : R(b.status()));
+  if (!b.ok()) return out;
+  impl_->client->ForEachParallel(keys.size(), [&](size_t i) {
+    Status valid = store::ValidateKey(keys[i]);
+    out[i] = valid.ok() ? impl_->OpenReader(*b, keys[i]) : R(valid);
+  });
+  return out;
 }
 
 Result<store::ObjectMeta> S3BackendStore::Head(std::string_view bucket, std::string_view key) {
@@ -554,9 +604,16 @@ Result<store::ObjectMeta> S3BackendStore::Copy(std::string_view src_bucket,
 }
 
 void S3BackendStore::ReadMany(std::span<store::RangeRead> ranges) {
-  std::vector<RangeGet> gets;
-  std::vector<size_t> index;  // gets[i] serves ranges[index[i]]
-  gets.reserve(ranges.size());
+  // Ranges still to fetch, then grouped into runs: adjacent or overlapping ranges of one reader
+  // become ONE range GET (into a scratch buffer, then copied out); a lone range is read in place.
+  struct Piece {
+    const BackendReader* reader;
+    uint64_t offset;
+    size_t len;
+    size_t range;  // index in `ranges`
+  };
+  std::vector<Piece> pieces;
+  pieces.reserve(ranges.size());
   for (size_t i = 0; i < ranges.size(); ++i) {
     store::RangeRead& r = ranges[i];
     const auto* reader = dynamic_cast<const BackendReader*>(r.reader);
@@ -565,25 +622,76 @@ void S3BackendStore::ReadMany(std::span<store::RangeRead> ranges) {
                           : Result<size_t>(Status(Code::kInvalidArgument, "null reader"));
       continue;
     }
-    const store::ObjectMeta& m = reader->meta();
-    if (r.offset >= m.size || r.out.empty()) {
+    const uint64_t size = reader->meta().size;
+    if (r.offset >= size || r.out.empty()) {
       r.result = size_t{0};
       continue;
     }
-    RangeGet g;
-    g.bucket = reader->bucket();
-    g.key = m.key;
-    g.offset = r.offset;
-    g.out = r.out.first(static_cast<size_t>(std::min<uint64_t>(r.out.size(), m.size - r.offset)));
-    g.if_match = m.etag;
-    gets.push_back(g);
-    index.push_back(i);
+    const size_t len = static_cast<size_t>(std::min<uint64_t>(r.out.size(), size - r.offset));
+    if (reader->FromPrefix(r.offset, r.out.first(len))) {
+      r.result = len;
+      continue;
+    }
+    pieces.push_back({reader, r.offset, len, i});
+  }
+  std::sort(pieces.begin(), pieces.end(), [](const Piece& a, const Piece& b) {
+    return a.reader != b.reader ? std::less<>()(a.reader, b.reader) : a.offset < b.offset;
+  });
+  struct Run {
+    size_t first, last;  // pieces[first, last)
+    uint64_t offset, end;
+    Bytes scratch;  // only for runs of more than one piece
+  };
+  std::vector<Run> runs;
+  for (size_t i = 0; i < pieces.size(); ++i) {
+    const Piece& p = pieces[i];
+    const uint64_t end = p.offset + p.len;
+    if (!runs.empty()) {
+      Run& run = runs.back();
+      if (pieces[run.first].reader == p.reader && p.offset <= run.end &&
+          std::max(run.end, end) - run.offset <= kMaxCoalescedGetBytes) {
+        run.end = std::max(run.end, end);
+        run.last = i + 1;
+        continue;
+      }
+    }
+    runs.push_back({i, i + 1, p.offset, end, {}});
+  }
+  std::vector<RangeGet> gets(runs.size());
+  for (size_t k = 0; k < runs.size(); ++k) {
+    Run& run = runs[k];
+    const Piece& p = pieces[run.first];
+    RangeGet& g = gets[k];
+    g.bucket = p.reader->bucket();
+    g.key = p.reader->meta().key;
+    g.offset = run.offset;
+    g.if_match = p.reader->meta().etag;
+    if (run.last - run.first == 1) {
+      g.out = ranges[p.range].out.first(p.len);
+    } else {
+      run.scratch.resize(static_cast<size_t>(run.end - run.offset));
+      g.out = run.scratch;
+    }
   }
   impl_->client->ParallelGet(gets);
-  for (size_t i = 0; i < gets.size(); ++i) {
-    store::RangeRead& r = ranges[index[i]];
-    r.result =
-        static_cast<const BackendReader*>(r.reader)->Finish(gets[i].result, gets[i].out.size());
+  coalesced_gets_.fetch_add(pieces.size() - runs.size(), std::memory_order_relaxed);
+  for (size_t k = 0; k < runs.size(); ++k) {
+    const Run& run = runs[k];
+    for (size_t i = run.first; i < run.last; ++i) {
+      const Piece& p = pieces[i];
+      store::RangeRead& r = ranges[p.range];
+      Result<size_t> got = gets[k].result;
+      if (got.ok() && run.last - run.first > 1) {
+        // Bytes of this piece inside what the run's GET returned (short only if the object
+        // changed; Finish reports that).
+        const uint64_t skip = p.offset - run.offset;
+        const size_t n =
+            *got > skip ? static_cast<size_t>(std::min<uint64_t>(p.len, *got - skip)) : size_t{0};
+        std::copy_n(run.scratch.begin() + static_cast<ptrdiff_t>(skip), n, r.out.begin());
+        got = n;
+      }
+      r.result = p.reader->Finish(got, p.len);
+    }
   }
 }
 

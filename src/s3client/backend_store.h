@@ -7,11 +7,17 @@
 //                       multipart_threshold: a multipart upload whose parts stream out as the
 //                       writer fills part_bytes, completed at Commit (S3 publishes atomically),
 //                       aborted if the writer is dropped or a check fails.
-//   Open / ReadAt       HEAD pins the ETag; every ReadAt is a range GET with If-Match, so a reader
-//                       never mixes two versions: if the key is overwritten, reads fail
-//                       (kIo, "object changed") instead of returning other bytes.
+//   Open / ReadAt       ONE range GET of the first open_prefix_bytes pins the ETag and gives the
+//                       metadata (Content-Range's total is the size) and the first bytes, which
+//                       the reader keeps (a KVSP container's header+table: the aggregated
+//                       extension's probe costs no second request). Every later ReadAt is a range
+//                       GET with If-Match on that ETag, so a reader never mixes two versions: if
+//                       the key is overwritten, reads fail (kIo, "object changed") instead of
+//                       returning other bytes.
+//   OpenMany            the same opens run concurrently on the client's workers.
 //   ReadMany            parallel range GETs (S3Client::ParallelGet, bounded concurrency): layer l
-//                       of N blocks is gathered by N concurrent range reads.
+//                       of N blocks is gathered by N concurrent range reads; adjacent or
+//                       overlapping ranges of one object in a batch are coalesced into one GET.
 //   Multipart API       passes through (parts are buffered up to kMaxBufferedPartBytes).
 //
 // Verification: Commit stores the object's SHA-256 in x-amz-meta-kvcs-sha256 (for multipart
@@ -25,8 +31,11 @@
 #ifndef KVCS_S3CLIENT_BACKEND_STORE_H_
 #define KVCS_S3CLIENT_BACKEND_STORE_H_
 
+#include <atomic>
 #include <memory>
+#include <span>
 #include <string>
+#include <vector>
 
 #include "s3client/s3_client.h"
 #include "store/object_store.h"
@@ -40,6 +49,12 @@ inline constexpr char kSha256MetaName[] = "kvcs-sha256";
 inline constexpr uint64_t kMaxBufferedPartBytes = 128ull << 20;
 // Pages fetched by ListParts / ListMultipartUploads (10 × 1,000 = S3's 10,000-part maximum).
 inline constexpr int kMaxListPages = 10;
+// ReadMany coalesces adjacent ranges of one object into GETs of at most this many bytes: large
+// enough to merge a block's consecutive layers (64 KiB..1 MiB each), small enough that the
+// scratch buffer of one GET stays modest (and below kMaxRangeGetBytes, so it is one request).
+inline constexpr uint64_t kMaxCoalescedGetBytes = 8ull << 20;
+// Open keeps at most this many first bytes of an object (see S3BackendOptions::open_prefix_bytes).
+inline constexpr size_t kMaxOpenPrefixBytes = 1 << 20;
 
 struct S3BackendOptions {
   ClientOptions client;
@@ -50,6 +65,11 @@ struct S3BackendOptions {
   uint64_t multipart_threshold = 16ull << 20;
   // Part size of multipart writes (S3 minimum 5 MiB).
   uint64_t part_bytes = 8ull << 20;
+  // Open reads the object's first bytes with one range GET instead of a HEAD (the same round
+  // trip) and keeps them for reads inside them. 4 KiB holds a KVSP container's header and table
+  // (objcache's kContainerProbeBytes); 0 opens with HEAD and keeps nothing. At most
+  // kMaxOpenPrefixBytes.
+  size_t open_prefix_bytes = 4096;
 };
 
 class S3BackendStore final : public store::ObjectStore {
@@ -69,7 +89,11 @@ class S3BackendStore final : public store::ObjectStore {
                                                    store::PutOptions options) override;
   Result<std::shared_ptr<const store::ObjectReader>> Open(std::string_view bucket,
                                                           std::string_view key) override;
+  std::vector<Result<std::shared_ptr<const store::ObjectReader>>> OpenMany(
+      std::string_view bucket, std::span<const std::string> keys) override;
   Result<store::ObjectMeta> Head(std::string_view bucket, std::string_view key) override;
+  // Ranges ReadMany served without a GET of their own (coalesced into another range's GET).
+  uint64_t coalesced_reads() const { return coalesced_gets_.load(std::memory_order_relaxed); }
   Status Delete(std::string_view bucket, std::string_view key) override;
   Result<store::ListResult> List(std::string_view bucket,
                                  const store::ListOptions& options) override;
@@ -98,6 +122,7 @@ class S3BackendStore final : public store::ObjectStore {
  private:
   explicit S3BackendStore(std::unique_ptr<Impl> impl);
   std::unique_ptr<Impl> impl_;
+  std::atomic<uint64_t> coalesced_gets_{0};
 };
 
 // Maps a client Status to a store Status (StoreError detail; the Code is kept, so kUnavailable

@@ -2,7 +2,10 @@
 
 #include "s3client/s3_client.h"
 
+#include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <openssl/evp.h>
+#include <sys/socket.h>
 
 #include <algorithm>
 #include <boost/beast/core.hpp>
@@ -116,6 +119,7 @@ class Connection {
                   Clock::time_point deadline, Response* out) {
     ErrorCode ec = Run(deadline, [&](auto handler) { http::async_write(stream_, req, handler); });
     if (ec) return ClientStatus(FromAsio(ec), "send: " + ec.message());
+    QuickAck();
     http::response_parser<http::vector_body<uint8_t>> parser;
     parser.header_limit(static_cast<uint32_t>(kMaxResponseHeaderBytes));
     parser.body_limit(body_limit);
@@ -138,6 +142,19 @@ class Connection {
   bool reusable() const { return reusable_; }
 
  private:
+  // Acknowledge the response's first segment at once instead of after the delayed-ACK timer
+  // (40 ms on Linux). Servers that write the header block and a small body separately with
+  // Nagle on (radosgw's beast frontend does) hold the body until that ACK: measured on radosgw
+  // 16.2, a 4 KiB range GET took 48 ms without this and 5 ms for 64 KiB. The kernel leaves
+  // quick-ACK mode on its own, so it is set again for every response. Best effort.
+  void QuickAck() {
+#ifdef TCP_QUICKACK
+    int one = 1;
+    (void)::setsockopt(stream_.socket().native_handle(), IPPROTO_TCP, TCP_QUICKACK, &one,
+                       sizeof(one));
+#endif
+  }
+
   template <typename Start>
   ErrorCode Run(Clock::time_point deadline, Start start) {
     ErrorCode result = net::error::would_block;
@@ -165,6 +182,35 @@ void AddPutOptions(const PutObjectOptions& o, HeaderPairs* h) {
   if (!o.content_disposition.empty()) h->emplace_back("content-disposition", o.content_disposition);
   if (!o.cache_control.empty()) h->emplace_back("cache-control", o.cache_control);
   for (const auto& [k, v] : o.user_meta) h->emplace_back("x-amz-meta-" + Lower(k), v);
+}
+
+// "bytes first-last/total" (RFC 9110 14.4); total must be a number.
+bool ParseContentRange(std::string_view cr, uint64_t* first, uint64_t* last, uint64_t* total) {
+  size_t dash = cr.find('-'), slash = cr.find('/');
+  return cr.substr(0, 6) == "bytes " && dash != std::string_view::npos &&
+         slash != std::string_view::npos && dash < slash &&
+         ParseNum(cr.substr(6, dash - 6), first) &&
+         ParseNum(cr.substr(dash + 1, slash - dash - 1), last) &&
+         ParseNum(cr.substr(slash + 1), total) && *first <= *last && *last < *total;
+}
+
+// The representation headers HEAD and GET share (size left to the caller).
+ObjectHead HeadFromResponse(const Response& r) {
+  ObjectHead h;
+  h.etag = StripQuotes(r.Header("etag"));
+  h.content_type = std::string(r.Header("content-type"));
+  h.content_encoding = std::string(r.Header("content-encoding"));
+  h.content_disposition = std::string(r.Header("content-disposition"));
+  h.cache_control = std::string(r.Header("cache-control"));
+  if (auto t = s3::ParseHttpDate(r.Header("last-modified"))) h.last_modified_ms = *t * 1000;
+  constexpr std::string_view kMeta = "x-amz-meta-";
+  for (const auto& [k, v] : r.headers) {
+    if (k.size() > kMeta.size() && k.compare(0, kMeta.size(), kMeta) == 0) {
+      h.user_meta.emplace_back(k.substr(kMeta.size()), v);
+    }
+  }
+  std::sort(h.user_meta.begin(), h.user_meta.end());
+  return h;
 }
 
 }  // namespace
@@ -439,14 +485,10 @@ struct S3Client::Impl {
         return ClientStatus(ClientError::kProtocol, what + ": range ignored by the server");
       }
     } else {
-      // Content-Range: bytes first-last/total
       std::string_view cr = r->Header("content-range");
-      uint64_t first = 0, lst = 0;
-      size_t dash = cr.find('-'), slash = cr.find('/');
-      if (cr.substr(0, 6) != "bytes " || dash == std::string_view::npos ||
-          slash == std::string_view::npos || !ParseNum(cr.substr(6, dash - 6), &first) ||
-          !ParseNum(cr.substr(dash + 1, slash - dash - 1), &lst) || first != offset ||
-          lst < first || lst > last || lst - first + 1 != r->body.size()) {
+      uint64_t first = 0, lst = 0, total = 0;
+      if (!ParseContentRange(cr, &first, &lst, &total) || first != offset || lst > last ||
+          lst - first + 1 != r->body.size()) {
         return ClientStatus(ClientError::kProtocol, what + ": Content-Range '" + std::string(cr) +
                                                         "' does not match the request or the body");
       }
@@ -532,24 +574,48 @@ Result<std::vector<BucketEntry>> S3Client::ListBuckets() {
 Result<ObjectHead> S3Client::HeadObject(std::string_view bucket, std::string_view key) {
   KVCS_ASSIGN_OR_RETURN(
       Response r, impl_->Execute(impl_->Spec(http::verb::head, Impl::ObjectPath(bucket, key))));
-  ObjectHead h;
+  ObjectHead h = HeadFromResponse(r);
   if (!ParseNum(r.Header("content-length"), &h.size)) {
     return ClientStatus(ClientError::kProtocol, "HEAD without a valid Content-Length");
   }
-  h.etag = StripQuotes(r.Header("etag"));
-  h.content_type = std::string(r.Header("content-type"));
-  h.content_encoding = std::string(r.Header("content-encoding"));
-  h.content_disposition = std::string(r.Header("content-disposition"));
-  h.cache_control = std::string(r.Header("cache-control"));
-  if (auto t = s3::ParseHttpDate(r.Header("last-modified"))) h.last_modified_ms = *t * 1000;
-  constexpr std::string_view kMeta = "x-amz-meta-";
-  for (const auto& [k, v] : r.headers) {
-    if (k.size() > kMeta.size() && k.compare(0, kMeta.size(), kMeta) == 0) {
-      h.user_meta.emplace_back(k.substr(kMeta.size()), v);
+  return h;
+}
+
+Result<ObjectPrefix> S3Client::GetPrefix(std::string_view bucket, std::string_view key,
+                                         std::span<uint8_t> out) {
+  if (out.empty() || out.size() > kMaxRangeGetBytes) {
+    return InvalidArgument("GetPrefix needs a buffer of 1 byte to kMaxRangeGetBytes");
+  }
+  RequestSpec s = impl_->Spec(http::verb::get, Impl::ObjectPath(bucket, key));
+  s.headers.emplace_back("range", "bytes=0-" + std::to_string(out.size() - 1));
+  s.body_limit = out.size();
+  auto r = impl_->Execute(s);
+  if (!r.ok()) {
+    // 416: an empty object (no byte 0); too large: a server that ignores Range. HEAD says what
+    // the object is, without bytes.
+    if (!r.status().Is(ClientError::kInvalidRange) &&
+        !r.status().Is(ClientError::kResponseTooLarge)) {
+      return r.status();
+    }
+    KVCS_ASSIGN_OR_RETURN(ObjectHead h, HeadObject(bucket, key));
+    return ObjectPrefix{std::move(h), 0};
+  }
+  const std::string what = "GET " + s.path;
+  ObjectPrefix p{HeadFromResponse(*r), std::min(r->body.size(), out.size())};
+  if (r->status == 200) {  // Range ignored: the body is the whole (small) object.
+    p.head.size = r->body.size();
+  } else {
+    uint64_t first = 0, last = 0;
+    if (!ParseContentRange(r->Header("content-range"), &first, &last, &p.head.size) || first != 0 ||
+        last + 1 != r->body.size() || last >= out.size() ||
+        r->body.size() != std::min<uint64_t>(out.size(), p.head.size)) {
+      return ClientStatus(ClientError::kProtocol, what + ": Content-Range '" +
+                                                      std::string(r->Header("content-range")) +
+                                                      "' does not match the request or the body");
     }
   }
-  std::sort(h.user_meta.begin(), h.user_meta.end());
-  return h;
+  std::copy_n(r->body.begin(), p.bytes, out.begin());
+  return p;
 }
 
 Result<size_t> S3Client::GetRange(std::string_view bucket, std::string_view key, uint64_t offset,
@@ -700,7 +766,14 @@ Result<ListUploadsPage> S3Client::ListMultipartUploads(std::string_view bucket,
 }
 
 void S3Client::ParallelGet(std::span<RangeGet> ranges) {
-  if (ranges.empty()) return;
+  ForEachParallel(ranges.size(), [&](size_t i) {
+    RangeGet& rg = ranges[i];
+    rg.result = GetRange(rg.bucket, rg.key, rg.offset, rg.out, rg.if_match);
+  });
+}
+
+void S3Client::ForEachParallel(size_t n, const std::function<void(size_t)>& fn) {
+  if (n == 0) return;
   // Completion count guarded by a mutex: the last worker notifies while holding it, so this
   // frame (and `batch`) cannot go away before the worker is done touching it.
   struct Batch {
@@ -708,12 +781,12 @@ void S3Client::ParallelGet(std::span<RangeGet> ranges) {
     std::condition_variable cv;
     size_t remaining = 0;
   } batch;
-  batch.remaining = ranges.size();
+  batch.remaining = n;
   {
     std::lock_guard lock(impl_->work_mu);
-    for (RangeGet& rg : ranges) {
-      impl_->work.emplace_back([this, &rg, &batch] {
-        rg.result = GetRange(rg.bucket, rg.key, rg.offset, rg.out, rg.if_match);
+    for (size_t i = 0; i < n; ++i) {
+      impl_->work.emplace_back([i, &fn, &batch] {
+        fn(i);
         std::lock_guard done(batch.mu);
         if (--batch.remaining == 0) batch.cv.notify_all();
       });

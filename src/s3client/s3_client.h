@@ -2,8 +2,10 @@
 //
 // What it does: bucket create/delete/head/list; object HEAD, GET (with Range and If-Match), PUT
 // (signed payload SHA-256 and Content-MD5), DELETE, server-side copy; ListObjectsV2; multipart
-// upload (create, upload part, list parts, complete, abort, list uploads); ParallelGet, many
-// range GETs with bounded concurrency on the client's own worker threads.
+// upload (create, upload part, list parts, complete, abort, list uploads); GetPrefix, an object's
+// metadata and first bytes in one range GET (what HEAD says, without the extra round trip);
+// ParallelGet and ForEachParallel, many requests with bounded concurrency on the client's own
+// worker threads.
 //
 // Connections: a keep-alive pool (at most options.max_connections sockets; callers beyond that
 // wait for one to be returned). Each connection owns its io_context, so a blocking call drives
@@ -110,6 +112,13 @@ struct RangeGet {
   Result<size_t> result = Status(Code::kInternal, "not run");
 };
 
+// What GetPrefix returns: the object's metadata (size from Content-Range's total) and how many of
+// its first bytes were written to the caller's buffer (min(buffer, size)).
+struct ObjectPrefix {
+  ObjectHead head;
+  size_t bytes = 0;
+};
+
 struct CompletedPart {
   int part_number = 0;
   std::string etag;
@@ -141,6 +150,12 @@ class S3Client {
   // with kPreconditionFailed if the object's ETag changed.
   Result<size_t> GetRange(std::string_view bucket, std::string_view key, uint64_t offset,
                           std::span<uint8_t> out, std::string_view if_match = {});
+  // One GET with Range: bytes=0-(out.size()-1): the object's metadata (as HeadObject returns it,
+  // the size taken from Content-Range) and its first bytes, from the same version (one response).
+  // An empty object (416 to any range) falls back to HEAD. REQUIRES: !out.empty(),
+  // out.size() <= kMaxRangeGetBytes.
+  Result<ObjectPrefix> GetPrefix(std::string_view bucket, std::string_view key,
+                                 std::span<uint8_t> out);
   // The whole object, at most `max_bytes` (kResponseTooLarge beyond).
   Result<Bytes> GetObject(std::string_view bucket, std::string_view key, size_t max_bytes);
   // Returns the ETag. The body's SHA-256 is signed (the server rejects altered bytes) and, when
@@ -177,6 +192,10 @@ class S3Client {
   // Runs every range on the client's worker threads (at most parallel_gets at once) and
   // returns when all are done. Per-range errors are in RangeGet::result.
   void ParallelGet(std::span<RangeGet> ranges);
+  // Runs fn(0) .. fn(n-1) on the same worker threads (at most parallel_gets at once) and returns
+  // when all are done. fn may call the blocking methods above but must not call ParallelGet or
+  // ForEachParallel (a worker would wait on the pool it occupies).
+  void ForEachParallel(size_t n, const std::function<void(size_t)>& fn);
 
   ClientStats stats() const;
   const ClientOptions& options() const;

@@ -213,6 +213,17 @@ class ObjectStore {
                                                     PutOptions options) = 0;
   virtual Result<std::shared_ptr<const ObjectReader>> Open(std::string_view bucket,
                                                            std::string_view key) = 0;
+  // Opens many objects of one bucket: element i is what Open(bucket, keys[i]) returns (a missing
+  // key is kNoSuchKey there, the others still open). This default opens them one by one; a store
+  // whose Open costs a network round trip (s3client::S3BackendStore) overrides it to open them
+  // concurrently. Thread-safe.
+  virtual std::vector<Result<std::shared_ptr<const ObjectReader>>> OpenMany(
+      std::string_view bucket, std::span<const std::string> keys) {
+    std::vector<Result<std::shared_ptr<const ObjectReader>>> out;
+    out.reserve(keys.size());
+    for (const std::string& key : keys) out.push_back(Open(bucket, key));
+    return out;
+  }
   virtual Result<ObjectMeta> Head(std::string_view bucket, std::string_view key) = 0;
   // Deleting a missing key succeeds (S3 semantics); a missing bucket is kNoSuchBucket.
   virtual Status Delete(std::string_view bucket, std::string_view key) = 0;

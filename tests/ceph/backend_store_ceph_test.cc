@@ -202,22 +202,41 @@ TEST_F(BackendStoreCeph, LargeObjectStreamsAsMultipart) {
   EXPECT_EQ(ReadAll("large"), data);
 }
 
-// An open reader is pinned to the version it opened: after an overwrite it fails instead of
-// returning bytes of another version.
+// An open reader is pinned to the version it opened: after an overwrite it returns bytes of
+// that version only (the first bytes kept from the opening GET) or fails, never bytes of another
+// version, through ReadAt and ReadMany alike.
 TEST_F(BackendStoreCeph, ReaderNeverMixesVersions) {
-  ASSERT_TRUE(PutBytes("v", Pattern(5000, 1)).ok());
+  const Bytes v1 = Pattern(10000, 1);
+  ASSERT_TRUE(PutBytes("v", v1).ok());
   auto r = store_->Open(bucket_, "v");
   ASSERT_TRUE(r.ok());
-  ASSERT_TRUE(PutBytes("v", Pattern(5000, 2)).ok());
+  ASSERT_TRUE(PutBytes("v", Pattern(10000, 2)).ok());
+  Bytes head(100);
+  auto n = (*r)->ReadAt(0, head);  // inside the opened prefix: the old version's bytes
+  ASSERT_TRUE(n.ok()) << n.status().ToString();
+  EXPECT_EQ(head, Bytes(v1.begin(), v1.begin() + 100));
   Bytes out(100);
-  auto n = (*r)->ReadAt(0, out);
+  n = (*r)->ReadAt(6000, out);  // past it: If-Match fails, the reader says so
   ASSERT_FALSE(n.ok());
   EXPECT_EQ(n.status().code(), Code::kFailedPrecondition) << n.status().ToString();
-  std::vector<store::RangeRead> rr(1);
+  Bytes across(200);  // straddles the prefix end: one GET, refused as a whole
+  std::vector<store::RangeRead> rr(3);
   rr[0].reader = r->get();
+  rr[0].offset = 6000;
   rr[0].out = out;
+  rr[1].reader = r->get();
+  rr[1].offset = 4000;
+  rr[1].out = across;
+  rr[2].reader = r->get();
+  rr[2].offset = 6100;  // adjacent to rr[0]: coalesced, refused too
+  Bytes out2(100);
+  rr[2].out = out2;
   store_->ReadMany(rr);
-  EXPECT_FALSE(rr[0].result.ok());
+  for (const auto& x : rr) {
+    EXPECT_FALSE(x.result.ok());
+    if (!x.result.ok()) EXPECT_EQ(x.result.status().code(), Code::kFailedPrecondition);
+  }
+  EXPECT_EQ(out, Bytes(100, 0)) << "no byte of the new version may land in the caller's buffer";
 }
 
 // List: prefix, delimiter, and continuation through next_marker visit each entry once.
@@ -321,7 +340,12 @@ TEST_F(BackendStoreCeph, CopyAndReadMany) {
     rr[i].offset = (i / 2) * 10000;
     rr[i].out = bufs[i];
   }
+  const uint64_t requests_before = store_->client().stats().requests;
+  const uint64_t coalesced_before = store_->coalesced_reads();
   store_->ReadMany(rr);
+  // The 20 adjacent ranges of a-copy and the 7 non-empty ones of b-copy: one GET each.
+  EXPECT_EQ(store_->client().stats().requests - requests_before, 2u);
+  EXPECT_EQ(store_->coalesced_reads() - coalesced_before, 25u);
   for (size_t i = 0; i < rr.size(); ++i) {
     const Bytes& src = i % 2 ? b : a;
     size_t off = (i / 2) * 10000;
@@ -330,6 +354,61 @@ TEST_F(BackendStoreCeph, CopyAndReadMany) {
     ASSERT_EQ(*rr[i].result, expect) << i;
     EXPECT_TRUE(std::equal(bufs[i].begin(), bufs[i].begin() + static_cast<ptrdiff_t>(expect),
                            src.begin() + static_cast<ptrdiff_t>(std::min(off, src.size()))));
+  }
+}
+
+// Open costs one request (a range GET that also brings the first bytes, so reads inside them cost
+// none); OpenMany opens concurrently with per-key results: a missing key is kNoSuchKey, an
+// invalid one kInvalidKey, a missing bucket kNoSuchBucket; an empty object opens (416 -> HEAD).
+TEST_F(BackendStoreCeph, OpenManyAndOpenCost) {
+  std::vector<Bytes> data;
+  std::vector<std::string> keys;
+  for (int i = 0; i < 10; ++i) {
+    data.push_back(Pattern(5000 + 3000 * i, 100 + i));
+    keys.push_back("p" + std::to_string(i));
+    ASSERT_TRUE(PutBytes(keys.back(), data.back()).ok());
+  }
+  keys.insert(keys.begin() + 3, "missing");
+  keys.push_back("");
+  const uint64_t before = store_->client().stats().requests;
+  auto opened = store_->OpenMany(bucket_, keys);
+  EXPECT_EQ(store_->client().stats().requests - before, 11u);  // one per valid key, no HEADs
+  ASSERT_EQ(opened.size(), keys.size());
+  EXPECT_TRUE(opened[3].status().Is(StoreError::kNoSuchKey)) << opened[3].status().ToString();
+  EXPECT_TRUE(opened.back().status().Is(StoreError::kInvalidKey));
+  std::vector<store::RangeRead> rr;
+  std::vector<Bytes> bufs(10, Bytes(4096));
+  for (size_t i = 0, d = 0; i + 1 < keys.size(); ++i) {
+    if (i == 3) continue;
+    ASSERT_TRUE(opened[i].ok()) << keys[i] << ": " << opened[i].status().ToString();
+    EXPECT_EQ((*opened[i])->meta().size, data[d].size());
+    EXPECT_EQ((*opened[i])->meta().key, keys[i]);
+    ASSERT_TRUE((*opened[i])->meta().sha256.has_value());
+    EXPECT_EQ(*(*opened[i])->meta().sha256, Sha256::Hash(data[d]));
+    rr.push_back({opened[i]->get(), 0, bufs[d], Status(Code::kInternal, "not run")});
+    ++d;
+  }
+  const uint64_t before_probe = store_->client().stats().requests;
+  store_->ReadMany(rr);  // the container-header probe objcache does: inside the opened prefix
+  EXPECT_EQ(store_->client().stats().requests, before_probe);
+  for (size_t d = 0; d < rr.size(); ++d) {
+    ASSERT_TRUE(rr[d].result.ok());
+    EXPECT_EQ(bufs[d], Bytes(data[d].begin(), data[d].begin() + 4096));
+  }
+
+  ASSERT_TRUE(PutBytes("empty", {}).ok());
+  auto e = store_->Open(bucket_, "empty");
+  ASSERT_TRUE(e.ok()) << e.status().ToString();
+  EXPECT_EQ((*e)->meta().size, 0u);
+  Bytes one(1);
+  auto n = (*e)->ReadAt(0, one);
+  ASSERT_TRUE(n.ok());
+  EXPECT_EQ(*n, 0u);
+
+  EXPECT_TRUE(store_->Open("no-such-bucket", "k").status().Is(StoreError::kNoSuchBucket));
+  keys.pop_back();  // the invalid key
+  for (const auto& r : store_->OpenMany("no-such-bucket", keys)) {
+    EXPECT_TRUE(r.status().Is(StoreError::kNoSuchBucket)) << r.status().ToString();
   }
 }
 

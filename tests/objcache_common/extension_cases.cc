@@ -1,0 +1,325 @@
+// The shared ObjectCache extension cases (see extension_cases.h): the fixture, then every case,
+// each stating the behaviour it pins. Run on local disk by tests/objcache and on radosgw by
+// tests/ceph.
+#include "extension_cases.h"
+
+#include "common/hex.h"
+#include "kvsp/container.h"
+#include "objcache/block_layout.h"
+#include "s3/config.h"
+
+namespace kvcs::objcache {
+
+const std::string ExtensionFixture::kBucket = kDefaultKvBucket;
+
+void ExtensionFixture::Start(std::unique_ptr<ExtensionBackend> backend, uint32_t blocks,
+                             uint32_t layers) {
+  backend_ = std::move(backend);
+  ASSERT_NE(backend_, nullptr);
+  blocks_ = blocks;
+  layers_ = layers;
+  s3::ServerConfig cfg;
+  cfg.port = 0;
+  cfg.secrets[s3::kDevAccessKey] = s3::kDevSecretKey;
+  cfg.io_threads = 2;
+  server_ = std::make_unique<s3::Server>(cfg, backend_->store());
+  service_ = std::make_unique<Service>(ServiceOptions{});
+  for (auto& e : service_->Extensions()) server_->AddExtension(std::move(e));
+  ASSERT_TRUE(server_->Start().ok());
+  runner_ = std::thread([this] { server_->Run(false); });
+  client_ = std::make_unique<Client>(Options(s3::kDevSecretKey));
+  ASSERT_TRUE(client_->CreateBucket(kBucket).ok());
+  auto cache = MakeSyntheticCache(blocks, layers);
+  ASSERT_TRUE(cache.ok());
+  cache_ = *cache;
+  for (uint32_t i = 0; i < blocks; ++i) {
+    auto c = MakeSyntheticContainer(cache_, i);
+    ASSERT_TRUE(c.ok());
+    containers_.push_back(*c);
+  }
+}
+
+void ExtensionFixture::TearDown() {
+  client_.reset();
+  if (server_) server_->Stop();
+  if (runner_.joinable()) runner_.join();
+  server_.reset();
+  service_.reset();
+  backend_.reset();
+}
+
+ClientOptions ExtensionFixture::Options(const std::string& secret) const {
+  ClientOptions o;
+  o.port = server_->port();
+  o.access_key = s3::kDevAccessKey;
+  o.secret_key = secret;
+  return o;
+}
+
+void ExtensionFixture::PutAll() {
+  std::vector<ByteSpan> spans(containers_.begin(), containers_.end());
+  auto r = client_->AggregatePut(kBucket, cache_.scope_id, spans, true);
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  ASSERT_EQ(r->stored, blocks_);
+  ASSERT_FALSE(r->prefix_record.empty());
+}
+
+AggregateRequest ExtensionFixture::Req(std::vector<Digest> keys, uint32_t first, uint32_t count,
+                                       Components c) const {
+  AggregateRequest r;
+  r.scope_id = cache_.scope_id;
+  r.compat_id = cache_.compat_id;
+  r.codec = 1;
+  r.layer_first = first;
+  r.layer_count = count;
+  r.components = c;
+  r.block_keys = std::move(keys);
+  r.compute_us_per_layer = 500;
+  r.stall_target_us = 100;
+  return r;
+}
+
+Result<std::vector<ExtensionFixture::Got>> ExtensionFixture::Get(const AggregateRequest& r,
+                                                                 AggregateStats* stats) {
+  std::vector<Got> got;
+  auto s = client_->AggregateGet(kBucket, r, [&](const DeliveredLayer& l) {
+    Got g{l.layer, {}, {}};
+    for (const auto& b : l.blocks) {
+      g.status.push_back(b.status);
+      g.data.emplace_back(b.data.begin(), b.data.end());
+    }
+    got.push_back(std::move(g));
+    return Status::Ok();
+  });
+  if (!s.ok()) return s.status();
+  if (stats) *stats = *s;
+  return got;
+}
+
+Bytes ExtensionFixture::K(uint32_t block, uint32_t layer) const {
+  Bytes b = SyntheticLayerBytes(cache_, block, layer);
+  return Bytes(b.begin(), b.begin() + static_cast<ptrdiff_t>(cache_.section_bytes));
+}
+
+Bytes ExtensionFixture::V(uint32_t block, uint32_t layer) const {
+  Bytes b = SyntheticLayerBytes(cache_, block, layer);
+  return Bytes(b.begin() + static_cast<ptrdiff_t>(cache_.section_bytes), b.end());
+}
+
+std::string ExtensionFixture::BlockKey(uint32_t block) const {
+  return BlockObjectKey(cache_.scope_id, cache_.compat_id, cache_.block_keys[block], "raw");
+}
+
+void ExtensionFixture::CorruptStored(uint32_t block, uint32_t layer) {
+  const Bytes& stored = containers_[block];
+  Bytes needle = SyntheticLayerBytes(cache_, block, layer);
+  auto it = std::search(stored.begin(), stored.end(), needle.begin(), needle.begin() + 64);
+  ASSERT_NE(it, stored.end());
+  backend_->Corrupt(kBucket, BlockKey(block), stored,
+                    static_cast<size_t>(it - stored.begin()) + 100);
+}
+
+namespace {
+
+// One aggregated PUT stores every block; one aggregated GET returns them layer-major, in order,
+// byte-exact.
+TEST_P(ExtensionCases, PutThenGetAllPresentLayerMajor) {
+  PutAll();
+  AggregateStats stats;
+  auto got = Get(Req(cache_.block_keys, 0, kLayers), &stats);
+  ASSERT_TRUE(got.ok()) << got.status().ToString();
+  ASSERT_EQ(got->size(), kLayers);
+  for (uint32_t l = 0; l < kLayers; ++l) {
+    EXPECT_EQ((*got)[l].layer, l);
+    ASSERT_EQ((*got)[l].status.size(), kBlocks);
+    for (uint32_t b = 0; b < kBlocks; ++b) {
+      EXPECT_EQ((*got)[l].status[b], BlockStatus::kPresent);
+      EXPECT_EQ((*got)[l].data[b], SyntheticLayerBytes(cache_, b, l)) << "block " << b;
+    }
+  }
+  EXPECT_EQ(stats.corrupt_blocks, 0u);
+  EXPECT_EQ(stats.payload_bytes, uint64_t{kBlocks} * kLayers * 2 * cache_.section_bytes);
+  EXPECT_EQ(stats.layer_seconds.size(), kLayers);
+}
+
+// Missing blocks are reported as missing, the others still delivered.
+TEST_P(ExtensionCases, SomeMissing) {
+  PutAll();
+  Digest unknown1{}, unknown2{};
+  unknown1.fill(0x5a);
+  unknown2.fill(0xa5);
+  std::vector<Digest> keys = {cache_.block_keys[0], unknown1, cache_.block_keys[2], unknown2};
+  auto got = Get(Req(keys, 0, kLayers));
+  ASSERT_TRUE(got.ok()) << got.status().ToString();
+  ASSERT_EQ(got->size(), kLayers);
+  for (const auto& g : *got) {
+    EXPECT_EQ(g.status[0], BlockStatus::kPresent);
+    EXPECT_EQ(g.status[1], BlockStatus::kMissing);
+    EXPECT_EQ(g.status[2], BlockStatus::kPresent);
+    EXPECT_EQ(g.status[3], BlockStatus::kMissing);
+    EXPECT_TRUE(g.data[1].empty());
+    EXPECT_EQ(g.data[2], SyntheticLayerBytes(cache_, 2, g.layer));
+  }
+}
+
+// Layer subsets and components: k only, v only; layers past the container are "not held".
+TEST_P(ExtensionCases, LayerRangesAndComponents) {
+  PutAll();
+  std::vector<Digest> keys(cache_.block_keys.begin(), cache_.block_keys.begin() + 3);
+  auto k = Get(Req(keys, 1, 2, Components::kK));
+  ASSERT_TRUE(k.ok()) << k.status().ToString();
+  ASSERT_EQ(k->size(), 2u);
+  EXPECT_EQ((*k)[0].layer, 1);
+  EXPECT_EQ((*k)[1].layer, 2);
+  for (const auto& g : *k)
+    for (uint32_t b = 0; b < 3; ++b) EXPECT_EQ(g.data[b], K(b, g.layer));
+  auto v = Get(Req(keys, 3, 1, Components::kV));
+  ASSERT_TRUE(v.ok());
+  ASSERT_EQ(v->size(), 1u);
+  for (uint32_t b = 0; b < 3; ++b) EXPECT_EQ((*v)[0].data[b], V(b, 3));
+  auto beyond = Get(Req(keys, 2, 4));
+  ASSERT_TRUE(beyond.ok());
+  ASSERT_EQ(beyond->size(), 4u);
+  EXPECT_EQ((*beyond)[1].status[0], BlockStatus::kPresent);
+  EXPECT_EQ((*beyond)[2].status[0], BlockStatus::kLayerNotHeld);
+  EXPECT_EQ((*beyond)[3].status[2], BlockStatus::kLayerNotHeld);
+}
+
+// A byte flipped in the stored object is caught: the client never hands that block-layer to the
+// callback (kv: by the client's end-to-end digest check; k only: by the server's check).
+TEST_P(ExtensionCases, StoredCorruptionNeverReachesTheCallback) {
+  PutAll();
+  CorruptStored(3, 2);
+  AggregateStats stats;
+  auto got = Get(Req(cache_.block_keys, 0, kLayers), &stats);
+  ASSERT_TRUE(got.ok()) << got.status().ToString();
+  EXPECT_EQ(stats.corrupt_blocks, 1u);
+  for (const auto& g : *got)
+    for (uint32_t b = 0; b < kBlocks; ++b) {
+      if (g.layer == 2 && b == 3) {
+        EXPECT_EQ(g.status[b], BlockStatus::kCorrupt);
+        EXPECT_TRUE(g.data[b].empty());
+      } else {
+        EXPECT_EQ(g.data[b], SyntheticLayerBytes(cache_, b, g.layer));
+      }
+    }
+  auto k = Get(Req({cache_.block_keys[3]}, 2, 1, Components::kK));
+  ASSERT_TRUE(k.ok());
+  EXPECT_EQ((*k)[0].status[0], BlockStatus::kCorrupt);
+  EXPECT_TRUE((*k)[0].data[0].empty());
+}
+
+// Bad requests get S3 errors, not streams; a wrong secret is refused by SigV4.
+TEST_P(ExtensionCases, ErrorsBeforeStreaming) {
+  PutAll();
+  auto nobucket = client_->AggregateGet("no-such-bucket", Req(cache_.block_keys, 0, kLayers),
+                                        [](const DeliveredLayer&) { return Status::Ok(); });
+  EXPECT_EQ(nobucket.status().code(), Code::kNotFound) << nobucket.status().ToString();
+  auto bad = client_->Request("POST", "/" + kBucket, "kvcs-aggregate", AsBytes("{\"v\":1}"));
+  ASSERT_TRUE(bad.ok());
+  EXPECT_EQ(bad->status, 400);
+  Client wrong(Options("not-the-secret"));
+  auto denied = wrong.AggregateGet(kBucket, Req(cache_.block_keys, 0, kLayers),
+                                   [](const DeliveredLayer&) { return Status::Ok(); });
+  EXPECT_EQ(denied.status().code(), Code::kPermissionDenied) << denied.status().ToString();
+}
+
+// An aggregated PUT stores each container atomically and independently: a corrupt one is
+// refused, the others are stored.
+TEST_P(ExtensionCases, AggregatePutRefusesCorruptContainer) {
+  Bytes bad = containers_[1];
+  bad[bad.size() - 10] ^= 1;
+  std::vector<ByteSpan> spans = {containers_[0], bad, containers_[2]};
+  auto r = client_->AggregatePut(kBucket, cache_.scope_id, spans, false);
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_EQ(r->stored, 2u);
+  ASSERT_EQ(r->blocks.size(), 3u);
+  EXPECT_TRUE(r->blocks[0].ok);
+  EXPECT_FALSE(r->blocks[1].ok);
+  EXPECT_TRUE(r->blocks[2].ok);
+  auto got = Get(Req({cache_.block_keys[0], cache_.block_keys[1], cache_.block_keys[2]}, 0, 1));
+  ASSERT_TRUE(got.ok());
+  EXPECT_EQ((*got)[0].status[1], BlockStatus::kMissing);
+  EXPECT_EQ((*got)[0].status[2], BlockStatus::kPresent);
+}
+
+// Any S3 client can GET a whole block at its predictable key.
+TEST_P(ExtensionCases, PlainS3GetOfABlock) {
+  PutAll();
+  auto r = client_->Request("GET", "/" + kBucket + "/" + BlockKey(4), "", {});
+  ASSERT_TRUE(r.ok());
+  EXPECT_EQ(r->status, 200);
+  EXPECT_EQ(r->body, containers_[4]);
+}
+
+// KVSP §8 retrieval endpoints: whole container, layer subset, HEAD, 404/406/416/400, prefix.
+TEST_P(ExtensionCases, KvspEndpoints) {
+  PutAll();
+  const std::string scope = ToHex(cache_.scope_id);
+  const std::string base = "/_kvsp/blocks/" + ToHex(cache_.compat_id) + "/";
+  const std::vector<std::pair<std::string, std::string>> hs = {{"KVSP-Scope-ID", scope}};
+  auto get = [&](const std::string& method, const std::string& path, const std::string& q,
+                 bool with_scope = true) {
+    auto r = client_->Request(method, path, q, {}, with_scope ? hs : decltype(hs){}, false);
+    EXPECT_TRUE(r.ok());
+    return r.ok() ? *r : HttpResult{};
+  };
+  const std::string key5 = ToHex(cache_.block_keys[5]);
+  auto whole = get("GET", base + key5, "codec=raw");
+  EXPECT_EQ(whole.status, 200);
+  EXPECT_EQ(whole.body, containers_[5]);
+  EXPECT_EQ(whole.Header("ETag").value_or(""), "\"" + key5 + ".raw\"");
+  EXPECT_EQ(whole.Header("Content-Type").value_or(""), "application/vnd.kvsp.container");
+
+  auto sub = get("GET", base + key5, "codec=raw&layers=1-2");
+  ASSERT_EQ(sub.status, 200);
+  kvsp::ContainerExpectation want;
+  want.compat_id = cache_.compat_id;
+  want.block_key = cache_.block_keys[5];
+  want.block_index = 6;
+  want.block_tokens = 16;
+  want.layer_first = 1;
+  want.layer_count = 2;
+  auto v = kvsp::VerifyContainer(sub.body, want);
+  ASSERT_TRUE(v.ok()) << v.status().ToString();
+  auto l2 = kvsp::LayerBytes(*v, sub.body, 2);
+  ASSERT_TRUE(l2.ok());
+  EXPECT_EQ(Bytes(l2->k.begin(), l2->k.end()), K(5, 2));
+
+  auto head = get("HEAD", base + key5, "codec=raw");
+  EXPECT_EQ(head.status, 200);
+  EXPECT_TRUE(head.body.empty());
+  EXPECT_EQ(head.Header("Content-Length").value_or(""), std::to_string(containers_[5].size()));
+
+  EXPECT_EQ(get("GET", base + std::string(64, 'e'), "codec=raw").status, 404);
+  EXPECT_EQ(get("GET", base + key5, "codec=zstd").status, 406);
+  EXPECT_EQ(get("GET", base + key5, "codec=raw&layers=2-9").status, 416);
+  EXPECT_EQ(get("GET", base + key5, "codec=raw", false).status, 400);
+  EXPECT_EQ(get("GET", base + key5, "layers=3-1").status, 400);
+
+  // The prefix record written by the aggregated PUT lets /prefix stream blocks i..n.
+  const std::string anchor = ToHex(cache_.block_keys.back());
+  auto pre =
+      get("GET", "/_kvsp/prefix/" + ToHex(cache_.compat_id) + "/" + anchor, "from=3&codec=raw");
+  ASSERT_EQ(pre.status, 200);
+  ByteSpan rest = pre.body;
+  uint32_t i = 2;
+  while (!rest.empty()) {
+    auto view = kvsp::ParseContainerHeader(rest);
+    ASSERT_TRUE(view.ok());
+    ASSERT_LT(i, kBlocks);
+    EXPECT_EQ(view->header.block_key, cache_.block_keys[i]);
+    EXPECT_TRUE(kvsp::DecodeContainer(rest.first(view->total_size)).ok());
+    rest = rest.subspan(view->total_size);
+    ++i;
+  }
+  EXPECT_EQ(i, kBlocks);
+  EXPECT_EQ(get("GET", "/_kvsp/prefix/" + ToHex(cache_.compat_id) + "/" + std::string(64, '0'), "")
+                .status,
+            404);
+  EXPECT_EQ(get("GET", "/_kvsp/prefix/" + ToHex(cache_.compat_id) + "/" + anchor, "from=9").status,
+            416);
+}
+
+}  // namespace
+}  // namespace kvcs::objcache

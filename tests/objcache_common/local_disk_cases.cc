@@ -1,0 +1,65 @@
+// The shared extension cases (extension_cases.h) on the embedded default: a LocalStore in a
+// temporary directory. Corruption flips the byte in the object's file on disk.
+#include <filesystem>
+#include <fstream>
+
+#include "extension_cases.h"
+#include "store/local_store.h"
+
+namespace kvcs::objcache {
+namespace {
+
+namespace fs = std::filesystem;
+
+class LocalDiskBackend final : public ExtensionBackend {
+ public:
+  LocalDiskBackend() {
+    char tmpl[] = "/tmp/kvcs-objcache-cases-XXXXXX";
+    EXPECT_NE(mkdtemp(tmpl), nullptr);
+    dir_ = tmpl;
+    store::LocalStoreOptions so;
+    so.sync = false;
+    auto st = store::LocalStore::Open(dir_, so);
+    EXPECT_TRUE(st.ok()) << st.status().ToString();
+    if (st.ok()) store_ = std::move(*st);
+  }
+  ~LocalDiskBackend() override {
+    store_.reset();
+    std::error_code ec;
+    fs::remove_all(dir_, ec);
+  }
+  store::ObjectStore& store() override { return *store_; }
+  // Finds the one file holding the bytes around `offset` and flips that byte in place.
+  void Corrupt(const std::string&, const std::string&, const Bytes& stored,
+               size_t offset) override {
+    const size_t from = offset >= 100 ? offset - 100 : 0;
+    const std::string needle(stored.begin() + static_cast<ptrdiff_t>(from),
+                             stored.begin() + static_cast<ptrdiff_t>(from + 164));
+    int hits = 0;
+    for (const auto& e : fs::recursive_directory_iterator(dir_)) {
+      if (!e.is_regular_file()) continue;
+      std::ifstream in(e.path(), std::ios::binary);
+      std::string all((std::istreambuf_iterator<char>(in)), {});
+      auto pos = all.find(needle);
+      if (pos == std::string::npos) continue;
+      std::fstream io(e.path(), std::ios::binary | std::ios::in | std::ios::out);
+      io.seekp(static_cast<std::streamoff>(pos + offset - from));
+      char c = static_cast<char>(all[pos + offset - from] ^ 0x40);
+      io.write(&c, 1);
+      ++hits;
+    }
+    ASSERT_EQ(hits, 1);
+  }
+
+ private:
+  std::string dir_;
+  std::unique_ptr<store::LocalStore> store_;
+};
+
+INSTANTIATE_TEST_SUITE_P(LocalDisk, ExtensionCases,
+                         ::testing::Values(ExtensionBackendParam{
+                             "LocalDisk", [] { return std::make_unique<LocalDiskBackend>(); }}),
+                         BackendName);
+
+}  // namespace
+}  // namespace kvcs::objcache
