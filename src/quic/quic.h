@@ -71,8 +71,8 @@ struct TransportLimits {
   size_t max_udp_payload = 1452;
   // Packet size used instead of max_udp_payload when the peer's address is a loopback address
   // (127.0.0.0/8, ::1), where the path MTU is 65536; 0 = use max_udp_payload there too.
-  // 16000 (four packets per 64 KiB GSO send) measured 1.5-1.6 CPU s/GB against 2.7-3.0 for
-  // 1452-byte packets (bench/quic, both ends); larger sizes gained nothing more.
+  // 16000 (four packets per 64 KiB GSO send) measured 1.06-1.12 CPU s/GB against 1.75-1.81 for
+  // 1452-byte packets (bench/quic, both ends, alternating runs); 32000 or 64000 gained nothing.
   size_t loopback_udp_payload = 16000;
   // Acknowledge after this many ack-eliciting packets (ngtcp2's default is 2). Fewer ACKs cost
   // less CPU on both sides at high rates; the max_ack_delay timer still bounds ACK latency.
