@@ -230,6 +230,7 @@ Status MoqtSessionImpl::SendControl(StreamId id, const ControlMessage& m, bool f
   KVCS_RETURN_IF_ERROR(AppendControlMessage(m, &bytes, config_.wire));
   StreamEntry* e = Entry(id);
   if (!e) return ApiErr(SessionApiError::kClosed, "stream gone");
+  e->out_bytes += bytes.size();
   e->out.push_back(std::move(bytes));
   if (fin) e->fin_after_out = true;
   FlushControl(id);
@@ -243,6 +244,7 @@ void MoqtSessionImpl::FlushControl(StreamId id) {
   while (!e->out.empty() && s->CanWrite()) {
     bool last = e->out.size() == 1 && e->fin_after_out;
     if (!s->Write(e->out.front(), last).ok()) return;
+    e->out_bytes -= e->out.front().size();
     e->out.pop_front();
     if (last) e->fin_sent = true;
   }
@@ -408,8 +410,13 @@ void MoqtSessionImpl::OnStreamWritable(StreamId id) {
   if (!e) return;
   if (e->role == StreamEntry::Role::kDataOut) {
     PumpData(id);
-  } else {
-    FlushControl(id);
+    return;
+  }
+  FlushControl(id);
+  // A peer request stream we stopped reading because its answers backed up: resume.
+  if (e->role == StreamEntry::Role::kRequestIn && setup_received_ &&
+      e->out_bytes <= kMaxRequestStreamBacklogBytes) {
+    ReadRequestStream(id);
   }
 }
 
@@ -618,15 +625,18 @@ void MoqtSessionImpl::OnSetup(const Setup& s) {
 
 // ------------------------------------------------------------------------ request streams
 void MoqtSessionImpl::ReadRequestStream(StreamId id) {
-  transport::Stream* s = TStream(id);
-  StreamEntry* e = Entry(id);
-  if (!s || !e || e->read_fin) return;
   for (;;) {
-    transport::Stream::PeekResult p = s->PeekReadable();
-    if (p.data.empty() && !p.fin) return;
-    e->parser->Append(p.data);
-    bool fin = s->Consume(p.data.size()) || (p.fin && p.data.empty());
+    StreamEntry* e = Entry(id);
+    transport::Stream* s = TStream(id);
+    if (!e || !s || e->read_fin) return;
+    // Drain the messages the parser holds. While our answers on a peer's request stream are
+    // backed up (the peer does not read them), stop: unread bytes hold the peer by flow control,
+    // and OnStreamWritable resumes here once the answers drain.
     for (;;) {
+      if (e->role == StreamEntry::Role::kRequestIn &&
+          e->out_bytes > kMaxRequestStreamBacklogBytes) {
+        return;
+      }
       Result<ControlMessage> m = e->parser->Next();
       if (!m.ok()) {
         if (m.status().code() == Code::kNeedMoreData) break;
@@ -649,7 +659,11 @@ void MoqtSessionImpl::ReadRequestStream(StreamId id) {
           OnFirstRequestMessage(id, std::move(*m));
         } else if (auto it = in_requests_.find(e->request_id); it != in_requests_.end()) {
           OnLaterRequestMessage(id, it->second, std::move(*m));
-        } else if (!std::holds_alternative<RequestUpdate>(*m)) {
+        } else if (auto* u = std::get_if<RequestUpdate>(&*m)) {
+          // An update racing with the end of its request (PUBLISH_DONE sent): nothing to
+          // update, but its Request ID is used all the same.
+          if (!CheckPeerRequestId(u->request_id)) return;
+        } else {
           ProtocolViolation("unexpected message on a finished request stream");
         }
       } else if (e->has_request) {
@@ -659,48 +673,57 @@ void MoqtSessionImpl::ReadRequestStream(StreamId id) {
       }
       if (closing_) return;
       e = Entry(id);
-      if (!e) return;
+      if (!e || e->read_fin) return;
     }
-    if (fin) {
-      e->read_fin = true;
-      if (!e->parser->OnFin().ok()) {
-        ProtocolViolation("request stream ended inside a message");
-        return;
-      }
-      if (e->role == StreamEntry::Role::kRequestIn) {
-        if (!e->has_request) ProtocolViolation("request stream ended without a request");
-      } else if (e->has_request) {
-        auto it = out_requests_.find(e->request_id);
-        if (it != out_requests_.end()) {
-          OutRequest& r = it->second;
-          r.fin_received = true;
-          switch (r.kind) {
-            case RequestKind::kSubscribe:
-              if (!r.done) {
-                r.stream_trouble = true;
-                PublishDone d;
-                d.status_code = static_cast<uint64_t>(PublishDoneCode::kInternalError);
-                d.stream_count = kStreamCountUnknown;
-                d.reason = "request stream ended without PUBLISH_DONE";
-                r.done = d;
-                r.done_at_ms = Now();
-              }
-              MaybeCompleteSubscription(r.id);
-              break;
-            case RequestKind::kFetch:
-              if (!r.answered) r.fetch_data_reset = true;
-              MaybeCompleteFetch(r.id);
-              break;
-            default:
-              FinishOutRequest(r.id);
-          }
-        }
-        FinStream(id);
-      }
+    if (e->fin_pending) {
+      OnRequestStreamFin(id, *e);
       return;
     }
-    if (p.data.empty()) return;
+    transport::Stream::PeekResult p = s->PeekReadable();
+    if (p.data.empty() && !p.fin) return;
+    e->parser->Append(p.data);
+    if (s->Consume(p.data.size()) || (p.fin && p.data.empty())) e->fin_pending = true;
   }
+}
+
+void MoqtSessionImpl::OnRequestStreamFin(StreamId id, StreamEntry& e) {
+  e.read_fin = true;
+  if (!e.parser->OnFin().ok()) {
+    ProtocolViolation("request stream ended inside a message");
+    return;
+  }
+  if (e.role == StreamEntry::Role::kRequestIn) {
+    if (!e.has_request) ProtocolViolation("request stream ended without a request");
+    return;
+  }
+  if (!e.has_request) return;
+  auto it = out_requests_.find(e.request_id);
+  if (it != out_requests_.end()) {
+    OutRequest& r = it->second;
+    r.fin_received = true;
+    switch (r.kind) {
+      case RequestKind::kSubscribe:
+        if (!r.done) {
+          r.stream_trouble = true;
+          PublishDone d;
+          d.status_code = static_cast<uint64_t>(PublishDoneCode::kInternalError);
+          d.stream_count = kStreamCountUnknown;
+          d.reason = "request stream ended without PUBLISH_DONE";
+          r.done = d;
+          r.done_at_ms = Now();
+        }
+        MaybeCompleteSubscription(r.id);
+        break;
+      case RequestKind::kFetch:
+        if (!r.answered) r.fetch_data_reset = true;
+        MaybeCompleteFetch(r.id);
+        break;
+      default:
+        FinishOutRequest(r.id);
+    }
+  }
+  if (closing_) return;
+  FinStream(id);
 }
 
 void MoqtSessionImpl::SendRequestError(StreamId id, RequestErrorCode code, std::string reason,
@@ -1461,6 +1484,19 @@ void MoqtSessionImpl::NamespaceChanged(uint64_t request_id, const TrackNamespace
   } else {
     if (!r.sent_ns.erase(ns)) return;
     (void)SendControl(r.stream, NamespaceDone{Suffix(ns, r.prefix)});
+  }
+  // A subscriber that does not read its NAMESPACE messages: end the request rather than queue
+  // without bound (reference §12: the publisher may reset a namespace subscription flow control
+  // blocks).
+  StreamEntry* e = Entry(r.stream);
+  if (e && e->out_bytes > kMaxNamespaceBacklogBytes) {
+    StreamId sid = r.stream;
+    e->out.clear();
+    e->out_bytes = 0;
+    EndInRequest(request_id, false);
+    if (transport::Stream* s = TStream(sid)) {
+      s->ResetAndStop(static_cast<uint64_t>(StreamResetCode::kExcessiveLoad));
+    }
   }
 }
 

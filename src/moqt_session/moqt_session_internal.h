@@ -187,7 +187,9 @@ struct StreamEntry {
   };
   Role role = Role::kUnknownUni;
   std::unique_ptr<ControlStreamParser> parser;
-  std::deque<Bytes> out;  // control/request bytes waiting for CanWrite
+  std::deque<Bytes> out;     // control/request bytes waiting for CanWrite
+  size_t out_bytes = 0;      // total of `out` (kMaxRequestStreamBacklogBytes)
+  bool fin_pending = false;  // the peer's FIN was consumed; handled once the parser drains
   bool fin_after_out = false;
   bool fin_sent = false;
   bool read_fin = false;
@@ -314,6 +316,7 @@ class MoqtSessionImpl : public transport::SessionVisitor, public TrackListener {
   void OnControlMessage(StreamId id, ControlMessage m);
   void OnSetup(const Setup& s);
   void ReadRequestStream(StreamId id);
+  void OnRequestStreamFin(StreamId id, StreamEntry& e);
   void OnFirstRequestMessage(StreamId id, ControlMessage m);
   void OnLaterRequestMessage(StreamId id, InRequest& r, ControlMessage m);
   void OnResponseMessage(StreamId id, OutRequest& r, ControlMessage m);

@@ -33,6 +33,17 @@ inline constexpr uint64_t kMaxReassemblyBytesPerSession = uint64_t{256} << 20;
 // Namespaces one SUBSCRIBE_NAMESPACE reply lists, and namespaces a session keeps as published
 // to it by the peer.
 inline constexpr size_t kMaxNamespacesPerSession = 4096;
+// Answers queued on one peer request stream because the peer does not read them (our send
+// buffer is full). Beyond this we stop reading that request stream, so QUIC flow control stops a
+// peer that floods REQUEST_UPDATEs without reading the REQUEST_OKs; reading resumes when the
+// answers drain. 64 KiB holds one maximal control message (65 546 bytes) plus change.
+inline constexpr size_t kMaxRequestStreamBacklogBytes = 64 << 10;
+// NAMESPACE / NAMESPACE_DONE messages queued for a SUBSCRIBE_NAMESPACE subscriber that does not
+// read them (they come from our TrackSource, not from the peer, so we cannot push back). Beyond
+// this the request stream is reset with EXCESSIVE_LOAD (the draft allows resetting a namespace
+// subscription that flow control blocks). 1 MiB: the initial listing of kMaxNamespacesPerSession
+// typical namespaces fits.
+inline constexpr size_t kMaxNamespaceBacklogBytes = 1 << 20;
 // Aliases of ended subscriptions remembered so late data streams for them are refused at once
 // (STOP_SENDING) instead of parked.
 inline constexpr size_t kMaxRetiredAliases = 1024;

@@ -1020,3 +1020,98 @@ TEST(MoqtMaxFilterRangesTest, TooManyRangesIsInvalidFilterAndTheSessionStaysUp) 
 
 }  // namespace
 }  // namespace kvcs::moqt
+
+// ------------------------------------------------------------------ hardening (hostile peers)
+namespace kvcs::moqt {
+namespace {
+
+// A server MoqtSession on one store, driven by a raw client that has sent its SETUP.
+struct RawServerFixture {
+  explicit RawServerFixture(InMemoryOptions copts = {}, InMemoryOptions sopts = {})
+      : pair(copts, sopts), raw(&pair.client()) {
+    pair.client().SetVisitor(&raw);
+    track = *store.CreateTrack({{"a"}, "b"});
+    MoqtSessionConfig sc;
+    sc.perspective = Perspective::kServer;
+    server = std::make_unique<MoqtSession>(&pair.server(), sc, nullptr, &store);
+    pair.Connect();
+    pair.RunUntilIdle();
+    EXPECT_TRUE(pair.client().OpenOutgoingUnidirectionalStream()->Write(SetupBytes(), false).ok());
+    pair.RunUntilIdle();
+  }
+  // Opens a request stream carrying `m`; returns its ID.
+  transport::StreamId Request(const ControlMessage& m, bool fin = false) {
+    transport::Stream* s = pair.client().OpenOutgoingBidirectionalStream();
+    EXPECT_NE(s, nullptr);
+    EXPECT_TRUE(s->Write(*SerializeControlMessage(m), fin).ok());
+    pair.RunUntilIdle();
+    return s->GetStreamId();
+  }
+  InMemorySessionPair pair;
+  RawClient raw;
+  TrackStore store;
+  std::shared_ptr<Track> track;
+  std::unique_ptr<MoqtSession> server;
+};
+
+TEST(MoqtHardeningTest, UpdateFloodFromAPeerThatNeverReadsIsBackPressured) {
+  InMemoryOptions copts, sopts;
+  copts.stream_window = 4096;       // the client's credit for the server's answers
+  copts.stream_send_buffer = 4096;  // the client's own send buffer
+  sopts.stream_window = 4096;
+  sopts.stream_send_buffer = 4096;
+  RawServerFixture f(copts, sopts);
+  moqt::Subscribe sub;
+  sub.track = {{"a"}, "b"};
+  const transport::StreamId rid = f.Request(sub);
+  // Floods REQUEST_UPDATEs (fresh IDs) and never reads the REQUEST_OKs. Without back-pressure
+  // the server keeps consuming and queues every answer in memory; with it, it stops reading and
+  // flow control blocks the client well before 200 000 updates.
+  uint64_t next_id = 2;
+  uint64_t sent = 0;
+  bool blocked = false;
+  for (int round = 0; round < 2000 && !blocked; ++round) {
+    transport::Stream* req = f.pair.client().GetStreamById(rid);
+    ASSERT_NE(req, nullptr);
+    if (!req->CanWrite()) {
+      blocked = true;
+      break;
+    }
+    Bytes batch;
+    for (int i = 0; i < 100; ++i) {
+      RequestUpdate u;
+      u.request_id = next_id;
+      next_id += 2;
+      ASSERT_TRUE(AppendControlMessage(u, &batch).ok());
+    }
+    ASSERT_TRUE(req->Write(batch, false).ok());
+    sent += 100;
+    f.pair.RunUntilIdle();
+  }
+  EXPECT_TRUE(blocked) << sent << " updates accepted without back-pressure";
+  EXPECT_FALSE(f.server->closed());
+  // Reading the answers lets the server go on: every update is answered, in order.
+  uint64_t oks = 0;
+  ControlStreamParser parser;
+  for (int round = 0; round < 100000 && oks < sent; ++round) {
+    transport::Stream* req = f.pair.client().GetStreamById(rid);
+    ASSERT_NE(req, nullptr);
+    uint8_t buf[4096];
+    for (;;) {
+      auto r = req->Read(buf);
+      if (r.bytes_read == 0) break;
+      parser.Append(ByteSpan(buf, r.bytes_read));
+    }
+    for (;;) {
+      auto m = parser.Next();
+      if (!m.ok()) break;
+      oks += std::holds_alternative<RequestOk>(*m);
+    }
+    f.pair.RunUntilIdle();
+  }
+  EXPECT_EQ(oks, sent);
+  EXPECT_FALSE(f.raw.closed.has_value());
+}
+
+}  // namespace
+}  // namespace kvcs::moqt
