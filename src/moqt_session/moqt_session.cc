@@ -83,26 +83,41 @@ GroupOrder InData::OnFetchHeader(const FetchHeader& h) {
 }
 void InData::OnObjectHeader(const ObjectHeader& o) {
   if (refused) return;
+  ReleasePayload();
   cur = o;
-  payload.clear();
-  dropping = false;
   if (o.payload_length > kMaxObjectPayloadBytes ||
       s_->reassembly_bytes_ + o.payload_length > kMaxReassemblyBytesPerSession) {
     s_->RefuseDataStream(this, StreamResetCode::kExcessiveLoad);
     return;
   }
-  if (o.payload_length == 0) s_->DeliverObject(this, {});
+  held = o.payload_length;
+  s_->reassembly_bytes_ += held;
+  if (o.payload_length == 0) {
+    ReleasePayload();
+    s_->DeliverObject(this, {});
+  }
 }
 void InData::OnObjectPayload(ByteSpan chunk, bool end_of_object) {
-  if (refused || dropping) return;
+  if (refused) return;
+  if (end_of_object && payload.empty()) {
+    // The whole payload in one chunk (the common case for objects that fit a transport chunk):
+    // delivered from the stream's bytes, no copy.
+    ReleasePayload();
+    s_->DeliverObject(this, chunk);
+    return;
+  }
+  if (payload.empty()) payload.reserve(held);  // one allocation per object, bounded by `held`
   payload.insert(payload.end(), chunk.begin(), chunk.end());
-  s_->reassembly_bytes_ += chunk.size();
   if (end_of_object) {
-    s_->reassembly_bytes_ -= payload.size();
     Bytes p = std::move(payload);
-    payload.clear();
+    ReleasePayload();
     s_->DeliverObject(this, p);
   }
+}
+void InData::ReleasePayload() {
+  s_->reassembly_bytes_ -= std::min(held, s_->reassembly_bytes_);
+  held = 0;
+  Bytes().swap(payload);
 }
 void InData::OnEndOfRange(const EndOfRange& m) {
   if (!refused) s_->DeliverEndOfRange(this, m);
@@ -519,6 +534,7 @@ void MoqtSessionImpl::OnStreamGone(StreamId id) {
   if (it == streams_.end()) return;
   StreamEntry& e = it->second;
   if (e.parked && parked_data_) --parked_data_;
+  if (e.in) e.in->ReleasePayload();
   if (!t_->IsOpen()) {  // the session is going away: OnSessionClosed reports the rest
     streams_.erase(it);
     return;
@@ -1872,6 +1888,7 @@ std::optional<GroupOrder> MoqtSessionImpl::AttributeFetch(InData* d, uint64_t re
 void MoqtSessionImpl::RefuseDataStream(InData* d, StreamResetCode code) {
   if (d->refused) return;
   d->refused = true;
+  d->ReleasePayload();
   if (transport::Stream* s = TStream(d->id_)) s->SendStopSending(static_cast<uint64_t>(code));
   if (d->attributed && !d->ended) {
     d->ended = true;
@@ -1927,6 +1944,7 @@ void MoqtSessionImpl::DeliverEndOfRange(InData* d, const EndOfRange& m) {
 
 void MoqtSessionImpl::DataStreamEnded(InData* d, bool clean) {
   d->ended = true;
+  d->ReleasePayload();
   if (!d->attributed || closing_) return;
   auto it = out_requests_.find(d->owner);
   if (it == out_requests_.end()) return;
@@ -2122,6 +2140,7 @@ Status MoqtSessionImpl::Unsubscribe(uint64_t request_id) {
     if (e.in && e.in->owner == request_id && e.in->attributed && !e.in->ended) {
       e.in->ended = true;
       e.in->refused = true;
+      e.in->ReleasePayload();
       if (transport::Stream* s = TStream(id)) {
         s->SendStopSending(static_cast<uint64_t>(StreamResetCode::kCancelled));
       }
@@ -2174,6 +2193,7 @@ Status MoqtSessionImpl::CancelFetch(uint64_t request_id) {
     if (e.in && e.in->owner == request_id && e.in->attributed && !e.in->ended) {
       e.in->ended = true;
       e.in->refused = true;
+      e.in->ReleasePayload();
       if (transport::Stream* s = TStream(id)) {
         s->SendStopSending(static_cast<uint64_t>(StreamResetCode::kCancelled));
       }
@@ -2364,6 +2384,10 @@ Status MoqtSession::GoAway(std::string_view new_session_uri, uint64_t timeout_ms
 }
 void MoqtSession::Close(SessionError code, std::string_view reason) { impl_->Close(code, reason); }
 void MoqtSession::OnTimer() { impl_->OnTimer(); }
-MoqtSession::Stats MoqtSession::stats() const { return impl_->stats_; }
+MoqtSession::Stats MoqtSession::stats() const {
+  Stats s = impl_->stats_;
+  s.reassembly_bytes = impl_->reassembly_bytes_;
+  return s;
+}
 
 }  // namespace kvcs::moqt

@@ -281,6 +281,9 @@ class MoqtSession {
     uint64_t datagrams_sent = 0;
     uint64_t datagrams_received = 0;
     uint64_t incoming_requests = 0;
+    // Payload bytes held for objects being reassembled now (bounded by
+    // kMaxReassemblyBytesPerSession; 0 when no object is partly received).
+    uint64_t reassembly_bytes = 0;
   };
   Stats stats() const;
 

@@ -171,8 +171,12 @@ class InData : public DataStreamVisitor {
   bool fill = false;
   SubgroupHeader header;
   ObjectHeader cur;
+  // Reassembly of the current object when its payload arrives in several chunks. `held` bytes
+  // (its declared length, reserved up front) count against kMaxReassemblyBytesPerSession until
+  // the object is delivered or the stream ends, is reset or refused (ReleasePayload).
   Bytes payload;
-  bool dropping = false;  // the current object is too large: discarded
+  uint64_t held = 0;
+  void ReleasePayload();
 };
 
 struct StreamEntry {

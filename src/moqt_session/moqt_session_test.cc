@@ -10,6 +10,7 @@
 
 #include "moqt/moqt_control_parser.h"
 #include "moqt/moqt_framer.h"
+#include "moqt/moqt_varint.h"
 #include "transport/test_tools/in_memory_session.h"
 
 namespace kvcs::moqt {
@@ -1111,6 +1112,51 @@ TEST(MoqtHardeningTest, UpdateFloodFromAPeerThatNeverReadsIsBackPressured) {
   }
   EXPECT_EQ(oks, sent);
   EXPECT_FALSE(f.raw.closed.has_value());
+}
+
+}  // namespace
+}  // namespace kvcs::moqt
+
+namespace kvcs::moqt {
+namespace {
+
+TEST(MoqtHardeningTest, PartlyReceivedObjectsOfResetStreamsDoNotLeakTheReassemblyBudget) {
+  RawPublisher p;
+  auto sub = std::make_shared<Sub>();
+  ASSERT_TRUE(p.client->Subscribe({{"a"}, "b"}, {}, sub).ok());
+  p.pair.RunUntilIdle();
+  SubscribeOk ok;
+  ok.track_alias = 4;
+  p.Send(0, ok);
+  p.pair.RunUntilIdle();
+  // Subgroup streams for groups 0..9, each with object 0 announcing 10 000 payload bytes of
+  // which 3 000 arrive before the publisher resets the stream (e.g. a delivery timeout).
+  for (uint8_t g = 0; g < 10; ++g) {
+    Bytes b = {0x14, 0x04, g, 0x00, 0x80, 0x00};
+    AppendVarint(&b, 10000);
+    b.insert(b.end(), 3000, 0xAB);
+    transport::Stream* d = p.pair.server().OpenOutgoingUnidirectionalStream();
+    const transport::StreamId id = d->GetStreamId();
+    ASSERT_TRUE(d->Write(b, false).ok());
+    p.pair.RunUntilIdle();
+    EXPECT_GT(p.client->stats().reassembly_bytes, 0u);
+    p.pair.server().GetStreamById(id)->ResetWithCode(
+        static_cast<uint64_t>(StreamResetCode::kDeliveryTimeout));
+    p.pair.RunUntilIdle();
+    EXPECT_EQ(p.client->stats().reassembly_bytes, 0u) << "group " << int{g};
+  }
+  // The same after an Unsubscribe with an object half received.
+  Bytes b = {0x14, 0x04, 0x20, 0x00, 0x80, 0x00};
+  AppendVarint(&b, 10000);
+  b.insert(b.end(), 3000, 0xAB);
+  ASSERT_TRUE(p.pair.server().OpenOutgoingUnidirectionalStream()->Write(b, false).ok());
+  p.pair.RunUntilIdle();
+  EXPECT_GT(p.client->stats().reassembly_bytes, 0u);
+  ASSERT_TRUE(p.client->Unsubscribe(0).ok());
+  p.pair.RunUntilIdle();
+  EXPECT_EQ(p.client->stats().reassembly_bytes, 0u);
+  EXPECT_TRUE(sub->objects.empty());
+  EXPECT_FALSE(p.client->closed());
 }
 
 }  // namespace
