@@ -331,9 +331,16 @@ bool MoqtSessionImpl::CheckPeerRequestId(uint64_t id) {
     peer_seen_.erase(peer_next_);
     peer_next_ += 2;
   }
-  if (peer_seen_.size() > kMaxRequestIdGaps) {
-    Close(SessionError::kInvalidRequestId, "too many out-of-order request IDs");
-    return false;
+  // Too many IDs above a gap: the missing IDs are given up (their streams were reset before
+  // any byte arrived, or their first message could not be parsed) rather than closing a
+  // session that did nothing wrong. A request that still arrives with such an ID is then a
+  // duplicate (INVALID_REQUEST_ID).
+  while (peer_seen_.size() > kMaxRequestIdGaps) {
+    peer_next_ = *peer_seen_.begin();
+    while (peer_seen_.count(peer_next_)) {
+      peer_seen_.erase(peer_next_);
+      peer_next_ += 2;
+    }
   }
   return true;
 }

@@ -19,7 +19,9 @@ inline constexpr size_t kMaxIncomingRequests = 4096;
 // Requests we may have open at once (our own calls). Same reasoning, our side.
 inline constexpr size_t kMaxOutgoingRequests = 4096;
 // Request IDs the peer used but left non-contiguous (out-of-order arrival on separate streams).
-// Legitimate gaps are bounded by the peer's concurrent requests.
+// Legitimate gaps are bounded by the peer's concurrent requests, except IDs that never arrive (a
+// request stream reset before any byte reached us, a first message we could not parse): beyond
+// this many, the lowest missing IDs are given up (treated as used) instead of closing.
 inline constexpr size_t kMaxRequestIdGaps = 4096;
 // Data streams whose Track Alias is not known yet (the data raced ahead of SUBSCRIBE_OK). They
 // are held unread (flow control stops the peer) until the alias is known; beyond this many they

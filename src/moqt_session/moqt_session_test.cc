@@ -1161,3 +1161,37 @@ TEST(MoqtHardeningTest, PartlyReceivedObjectsOfResetStreamsDoNotLeakTheReassembl
 
 }  // namespace
 }  // namespace kvcs::moqt
+
+namespace kvcs::moqt {
+namespace {
+
+TEST(MoqtHardeningTest, RequestIdsThatNeverArriveDoNotEventuallyCloseTheSession) {
+  InMemoryOptions sopts;
+  sopts.max_incoming_bidi = 10000;
+  RawServerFixture f({}, sopts);
+  // Request ID 0 never arrives (its stream was reset before any byte got through); the client
+  // goes on with 2, 4, ... Every later ID sits above that gap.
+  const uint64_t n = kMaxRequestIdGaps + 50;
+  for (uint64_t i = 0; i < n; ++i) {
+    moqt::TrackStatus ts;
+    ts.request_id = 2 + 2 * i;
+    ts.track = {{"a"}, "b"};
+    transport::Stream* s = f.pair.client().OpenOutgoingBidirectionalStream();
+    ASSERT_NE(s, nullptr);
+    ASSERT_TRUE(s->Write(*SerializeControlMessage(ts), true).ok());
+    if (i % 200 == 0) f.pair.RunUntilIdle();
+  }
+  f.pair.RunUntilIdle();
+  EXPECT_FALSE(f.raw.closed.has_value()) << f.raw.closed->code << " " << f.raw.closed->reason;
+  EXPECT_EQ(f.server->stats().incoming_requests, n);
+  // A reused ID is still refused.
+  moqt::TrackStatus dup;
+  dup.request_id = 2 + 2 * (n - 1);
+  dup.track = {{"a"}, "b"};
+  f.Request(dup, true);
+  ASSERT_TRUE(f.raw.closed.has_value());
+  EXPECT_EQ(f.raw.closed->code, static_cast<uint64_t>(SessionError::kInvalidRequestId));
+}
+
+}  // namespace
+}  // namespace kvcs::moqt
