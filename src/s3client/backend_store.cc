@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <mutex>
 
 #include "common/hex.h"
 
@@ -135,6 +136,8 @@ Status ToStoreStatus(const Status& s) {
 struct S3BackendStore::Impl {
   S3BackendOptions options;
   std::unique_ptr<S3Client> client;
+  // Bytes of read-ahead the readers may still hold (starts at options.read_ahead_budget).
+  std::atomic<int64_t> read_ahead_left{0};
 
   Result<std::string> Backend(std::string_view bucket) const {
     KVCS_RETURN_IF_ERROR(store::ValidateBucketName(bucket));
@@ -170,26 +173,86 @@ namespace {
 // A pinned snapshot: opened by one range GET of the object's first bytes (its metadata and ETag
 // come from that response, the bytes are kept); every later read is a range GET with If-Match on
 // that ETag, so all bytes a reader returns belong to the version it opened.
+//
+// Read-ahead (ReadMany only): when a read starts where this reader's previous read ended (give or
+// take kReadAheadGap), the GET also fetches up to read_ahead_factor times its length beyond it,
+// and the reader keeps those bytes for the next reads (layer l+1, l+2, ... of a block read
+// layer-major). The kept bytes come from an If-Match GET, so they are of the pinned version too.
+// Their total over all readers is bounded by S3BackendOptions::read_ahead_budget.
 class BackendReader final : public store::ObjectReader {
  public:
-  BackendReader(S3Client* client, std::string bucket, store::ObjectMeta meta, Bytes prefix)
-      : client_(client),
+  BackendReader(S3BackendStore::Impl* store, std::string bucket, store::ObjectMeta meta,
+                Bytes prefix)
+      : store_(store),
         bucket_(std::move(bucket)),
         meta_(std::move(meta)),
         prefix_(std::move(prefix)) {}
+  ~BackendReader() override { Release(); }
   const store::ObjectMeta& meta() const override { return meta_; }
   Result<size_t> ReadAt(uint64_t offset, std::span<uint8_t> out) const override {
     if (offset >= meta_.size || out.empty()) return size_t{0};
     out = out.first(static_cast<size_t>(std::min<uint64_t>(out.size(), meta_.size - offset)));
-    if (FromPrefix(offset, out)) return out.size();
-    auto r = client_->GetRange(bucket_, meta_.key, offset, out, meta_.etag);
+    if (FromKept(offset, out)) return out.size();
+    auto r = store_->client->GetRange(bucket_, meta_.key, offset, out, meta_.etag);
     return Finish(r, out.size());
   }
-  // Copies [offset, offset + out.size()) from the bytes read at Open when they hold all of it.
-  bool FromPrefix(uint64_t offset, std::span<uint8_t> out) const {
-    if (offset > prefix_.size() || out.size() > prefix_.size() - offset) return false;
-    std::copy_n(prefix_.begin() + static_cast<ptrdiff_t>(offset), out.size(), out.begin());
+  // Copies [offset, offset + out.size()) from the bytes kept at Open or by read-ahead when they
+  // hold all of it.
+  bool FromKept(uint64_t offset, std::span<uint8_t> out) const {
+    if (offset <= prefix_.size() && out.size() <= prefix_.size() - offset) {
+      std::copy_n(prefix_.begin() + static_cast<ptrdiff_t>(offset), out.size(), out.begin());
+      return true;
+    }
+    std::lock_guard lock(mu_);
+    if (offset < ahead_offset_ || offset - ahead_offset_ > ahead_.size() ||
+        out.size() > ahead_.size() - (offset - ahead_offset_)) {
+      return false;
+    }
+    std::copy_n(ahead_.begin() + static_cast<ptrdiff_t>(offset - ahead_offset_), out.size(),
+                out.begin());
+    last_end_ = offset + out.size();
     return true;
+  }
+  // Called for each GET ReadMany sends for [offset, end): how many bytes past `end` to fetch as
+  // read-ahead (0 unless the read continues the previous one), reserved from the store's budget.
+  uint64_t PlanAhead(uint64_t offset, uint64_t end) const {
+    std::lock_guard lock(mu_);
+    const bool sequential =
+        last_end_ != kNone && offset >= last_end_ && offset - last_end_ <= kReadAheadGap;
+    last_end_ = end;
+    // The kept bytes did not serve this read (ReadMany asked FromKept first): they are behind it
+    // now; give their budget back before reserving more.
+    store_->read_ahead_left.fetch_add(static_cast<int64_t>(reserved_), std::memory_order_relaxed);
+    reserved_ = 0;
+    ahead_.clear();
+    streak_ = sequential ? streak_ + 1 : 0;
+    if (!sequential || end >= meta_.size) return 0;
+    // Grows with the run of consecutive reads (1, 2, .. factor times the read): the early layers,
+    // which the client waits for first, are not slowed by large GETs.
+    const uint64_t factor = std::min<uint64_t>(streak_, store_->options.read_ahead_factor);
+    uint64_t want = std::min<uint64_t>((end - offset) * factor, meta_.size - end);
+    want = std::min<uint64_t>(want, kMaxCoalescedGetBytes - (end - offset));
+    if (want == 0) return 0;
+    int64_t left = store_->read_ahead_left.load(std::memory_order_relaxed);
+    while (left >= static_cast<int64_t>(want) && !store_->read_ahead_left.compare_exchange_weak(
+                                                     left, left - static_cast<int64_t>(want))) {
+    }
+    if (left < static_cast<int64_t>(want)) return 0;  // budget spent: read only what is asked
+    reserved_ = want;  // held from now; KeepAhead keeps the bytes, Release gives it back
+    return want;
+  }
+  // Keeps `bytes` (read at `offset`), the read-ahead PlanAhead reserved budget for.
+  void KeepAhead(uint64_t offset, Bytes bytes) const {
+    std::lock_guard lock(mu_);
+    ahead_offset_ = offset;
+    ahead_ = std::move(bytes);
+  }
+  void Release() const {
+    std::lock_guard lock(mu_);
+    store_->read_ahead_left.fetch_add(static_cast<int64_t>(reserved_), std::memory_order_relaxed);
+    reserved_ = 0;
+    ahead_.clear();
+    ahead_.shrink_to_fit();
   }
   Result<size_t> Finish(const Result<size_t>& r, size_t want) const {
     if (!r.ok()) {
@@ -210,10 +273,21 @@ class BackendReader final : public store::ObjectReader {
   const std::string& bucket() const { return bucket_; }
 
  private:
-  S3Client* client_;
+  static constexpr uint64_t kNone = ~uint64_t{0};
+  // A read "continues" the previous one if it starts at most this far past its end (room for
+  // alignment padding between a container's layers).
+  static constexpr uint64_t kReadAheadGap = 4096;
+
+  S3BackendStore::Impl* store_;
   std::string bucket_;
   store::ObjectMeta meta_;
   Bytes prefix_;  // the first bytes of this version (at most open_prefix_bytes)
+  mutable std::mutex mu_;
+  mutable uint64_t last_end_ = kNone;  // end of the previous read (ReadMany), kNone before one
+  mutable uint64_t ahead_offset_ = 0;  // read-ahead bytes kept: [ahead_offset_, + ahead_.size())
+  mutable Bytes ahead_;
+  mutable uint64_t reserved_ = 0;  // budget held for ahead_ (or for the GET filling it)
+  mutable uint64_t streak_ = 0;    // consecutive reads that continued the previous one
 };
 
 // Streams an object: buffered until multipart_threshold, then multipart parts of part_bytes.
@@ -413,6 +487,10 @@ Result<std::unique_ptr<S3BackendStore>> S3BackendStore::Open(S3BackendOptions op
   if (options.part_bytes < store::kMinPartBytes || options.part_bytes > kMaxPutBodyBytes) {
     return InvalidArgument("part_bytes must be between 5 MiB and 512 MiB");
   }
+  if (options.read_ahead_factor > kMaxReadAheadFactor ||
+      options.read_ahead_budget > kMaxReadAheadBudget) {
+    return InvalidArgument("read_ahead_factor must be at most 16 and read_ahead_budget 4 GiB");
+  }
   if (options.open_prefix_bytes > kMaxOpenPrefixBytes) {
     return InvalidArgument("open_prefix_bytes must be at most 1 MiB");
   }
@@ -423,6 +501,7 @@ Result<std::unique_ptr<S3BackendStore>> S3BackendStore::Open(S3BackendOptions op
   auto impl = std::make_unique<Impl>();
   KVCS_ASSIGN_OR_RETURN(impl->client, S3Client::Create(options.client));
   impl->options = std::move(options);
+  impl->read_ahead_left = static_cast<int64_t>(impl->options.read_ahead_budget);
   auto probe = impl->client->ListBuckets();
   if (!probe.ok()) {
     return Status(probe.status().code(),
@@ -513,7 +592,7 @@ Result<std::shared_ptr<const store::ObjectReader>> S3BackendStore::Impl::OpenRea
     m = MetaFromHead(key, std::move(p->head));
   }
   return std::shared_ptr<const store::ObjectReader>(
-      std::make_shared<BackendReader>(client.get(), bucket, std::move(m), std::move(prefix)));
+      std::make_shared<BackendReader>(this, bucket, std::move(m), std::move(prefix)));
 }
 
 Result<std::shared_ptr<const store::ObjectReader>> S3BackendStore::Open(std::string_view bucket,
@@ -628,7 +707,7 @@ void S3BackendStore::ReadMany(std::span<store::RangeRead> ranges) {
       continue;
     }
     const size_t len = static_cast<size_t>(std::min<uint64_t>(r.out.size(), size - r.offset));
-    if (reader->FromPrefix(r.offset, r.out.first(len))) {
+    if (reader->FromKept(r.offset, r.out.first(len))) {
       r.result = len;
       continue;
     }
@@ -640,7 +719,8 @@ void S3BackendStore::ReadMany(std::span<store::RangeRead> ranges) {
   struct Run {
     size_t first, last;  // pieces[first, last)
     uint64_t offset, end;
-    Bytes scratch;  // only for runs of more than one piece
+    uint64_t ahead = 0;  // read-ahead bytes fetched past `end`
+    Bytes scratch;       // for runs of more than one piece or with read-ahead
   };
   std::vector<Run> runs;
   for (size_t i = 0; i < pieces.size(); ++i) {
@@ -666,22 +746,23 @@ void S3BackendStore::ReadMany(std::span<store::RangeRead> ranges) {
     g.key = p.reader->meta().key;
     g.offset = run.offset;
     g.if_match = p.reader->meta().etag;
-    if (run.last - run.first == 1) {
+    run.ahead = p.reader->PlanAhead(run.offset, run.end);
+    if (run.last - run.first == 1 && run.ahead == 0) {
       g.out = ranges[p.range].out.first(p.len);
     } else {
-      run.scratch.resize(static_cast<size_t>(run.end - run.offset));
+      run.scratch.resize(static_cast<size_t>(run.end + run.ahead - run.offset));
       g.out = run.scratch;
     }
   }
   impl_->client->ParallelGet(gets);
   coalesced_gets_.fetch_add(pieces.size() - runs.size(), std::memory_order_relaxed);
   for (size_t k = 0; k < runs.size(); ++k) {
-    const Run& run = runs[k];
+    Run& run = runs[k];
     for (size_t i = run.first; i < run.last; ++i) {
       const Piece& p = pieces[i];
       store::RangeRead& r = ranges[p.range];
       Result<size_t> got = gets[k].result;
-      if (got.ok() && run.last - run.first > 1) {
+      if (got.ok() && !run.scratch.empty()) {
         // Bytes of this piece inside what the run's GET returned (short only if the object
         // changed; Finish reports that).
         const uint64_t skip = p.offset - run.offset;
@@ -691,6 +772,17 @@ void S3BackendStore::ReadMany(std::span<store::RangeRead> ranges) {
         got = n;
       }
       r.result = p.reader->Finish(got, p.len);
+    }
+    if (run.ahead > 0) {
+      const BackendReader* reader = pieces[run.first].reader;
+      const uint64_t want = run.end + run.ahead - run.offset;
+      if (gets[k].result.ok() && *gets[k].result == want) {
+        Bytes kept(run.scratch.begin() + static_cast<ptrdiff_t>(run.end - run.offset),
+                   run.scratch.end());
+        reader->KeepAhead(run.end, std::move(kept));
+      } else {  // failed or short (object changed): keep nothing, give the reservation back
+        reader->Release();
+      }
     }
   }
 }

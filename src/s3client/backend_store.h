@@ -53,6 +53,10 @@ inline constexpr int kMaxListPages = 10;
 // enough to merge a block's consecutive layers (64 KiB..1 MiB each), small enough that the
 // scratch buffer of one GET stays modest (and below kMaxRangeGetBytes, so it is one request).
 inline constexpr uint64_t kMaxCoalescedGetBytes = 8ull << 20;
+// Bounds on the read-ahead options (a factor past 16 only adds memory; 4 GiB of kept bytes is far
+// beyond any sensible budget).
+inline constexpr uint32_t kMaxReadAheadFactor = 16;
+inline constexpr uint64_t kMaxReadAheadBudget = 4ull << 30;
 // Open keeps at most this many first bytes of an object (see S3BackendOptions::open_prefix_bytes).
 inline constexpr size_t kMaxOpenPrefixBytes = 1 << 20;
 
@@ -70,6 +74,14 @@ struct S3BackendOptions {
   // (objcache's kContainerProbeBytes); 0 opens with HEAD and keeps nothing. At most
   // kMaxOpenPrefixBytes.
   size_t open_prefix_bytes = 4096;
+  // ReadMany read-ahead: a GET that continues a reader's previous read also fetches up to
+  // read_ahead_factor times its length beyond it (1x, 2x, .. growing with the run of consecutive
+  // reads), kept by the reader for its next reads (a block's next layers): with 3, 32 per-layer
+  // GETs of a block become 10. 0 disables. The bytes all
+  // readers keep are bounded by read_ahead_budget (when it is spent, reads fetch only what they
+  // ask). The first read of a reader never reads ahead, so the first layer is not delayed.
+  uint32_t read_ahead_factor = 3;
+  uint64_t read_ahead_budget = 64ull << 20;
 };
 
 class S3BackendStore final : public store::ObjectStore {
