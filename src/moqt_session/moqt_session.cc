@@ -1305,11 +1305,21 @@ void MoqtSessionImpl::EndInRequest(uint64_t id, bool reset_streams) {
   if (r.track) UnserveTrack(r.track.get(), id);
   if (r.ns_listener && source_) source_->RemoveNamespaceListener(r.ns_listener.get());
   if (r.kind == RequestKind::kPublishNamespace && cb_) cb_->OnPublishNamespaceDone(r.prefix);
+  DropPendingOpens(r);
+  in_requests_.erase(id);
+}
+
+void MoqtSessionImpl::DropPendingOpens(InRequest& r) {
+  const uint64_t id = r.id;
+  r.waiting_groups.clear();
   pending_group_opens_.erase(
       std::remove_if(pending_group_opens_.begin(), pending_group_opens_.end(),
                      [id](const auto& p) { return p.first == id; }),
       pending_group_opens_.end());
-  in_requests_.erase(id);
+  pending_fetch_opens_.erase(
+      std::remove_if(pending_fetch_opens_.begin(), pending_fetch_opens_.end(),
+                     [id](const PendingFetchOpen& p) { return p.owner == id; }),
+      pending_fetch_opens_.end());
 }
 
 void MoqtSessionImpl::HandleSubscriptionUpdate(InRequest& r, const RequestUpdate& m) {
@@ -1328,6 +1338,8 @@ void MoqtSessionImpl::HandleSubscriptionUpdate(InRequest& r, const RequestUpdate
     }
     r.data_streams.clear();
     r.group_streams.clear();
+    DropPendingOpens(r);  // streams still waiting for credit are never opened now
+    r.forward = false;
     r.done_pending = true;
     r.done_code = PublishDoneCode::kUpdateFailed;
     MaybePublishDone(r.id);

@@ -347,6 +347,8 @@ class MoqtSessionImpl : public transport::SessionVisitor, public TrackListener {
   void DataOutFinished(StreamId id, StreamEntry& e);
   void MaybePublishDone(uint64_t sub_id);
   void EndInRequest(uint64_t id, bool reset_streams);
+  // Forgets the request's data streams still waiting for uni-stream credit.
+  void DropPendingOpens(InRequest& r);
   void SendDatagram(InRequest& sub, const PublishedObject& o, bool* sent);
 
   // ---- subscriber side

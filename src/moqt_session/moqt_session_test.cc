@@ -1195,3 +1195,48 @@ TEST(MoqtHardeningTest, RequestIdsThatNeverArriveDoNotEventuallyCloseTheSession)
 
 }  // namespace
 }  // namespace kvcs::moqt
+
+namespace kvcs::moqt {
+namespace {
+
+TEST(MoqtHardeningTest, FailedUpdateEndsTheSubscriptionEvenWithStreamsWaitingForCredit) {
+  InMemoryOptions copts;
+  copts.max_incoming_uni = 2;  // the server's control stream + one data stream
+  RawServerFixture f(copts, {});
+  moqt::Subscribe sub;
+  sub.track = {{"a"}, "b"};
+  const transport::StreamId rid = f.Request(sub);
+  ASSERT_TRUE(f.track->StartGroup(0).ok());
+  ASSERT_TRUE(f.track->AppendObject(B("g0")).ok());  // group 0: the last uni credit
+  ASSERT_TRUE(f.track->StartGroup(1).ok());
+  ASSERT_TRUE(f.track->AppendObject(B("g1")).ok());  // group 1: waits for credit
+  f.pair.RunUntilIdle();
+  EXPECT_EQ(f.server->stats().data_streams_opened, 1u);
+  // An update the server must refuse (more ranges than its MAX_FILTER_RANGES of 64).
+  RequestUpdate u;
+  u.request_id = 2;
+  RangeFilter rf;
+  for (uint64_t i = 0; i < 65; ++i) rf.ranges.push_back({10 * i, 10 * i + 1});
+  u.params.range_filters.object_id.push_back(rf);
+  ASSERT_TRUE(f.pair.client().GetStreamById(rid)->Write(*SerializeControlMessage(u), false).ok());
+  f.pair.RunUntilIdle();
+  std::vector<ControlMessage> got = ReadResponses(f.pair.client().GetStreamById(rid));
+  ASSERT_EQ(got.size(), 3u);
+  EXPECT_TRUE(std::holds_alternative<SubscribeOk>(got[0]));
+  EXPECT_TRUE(std::holds_alternative<RequestError>(got[1]));
+  auto* done = std::get_if<PublishDone>(&got[2]);
+  ASSERT_NE(done, nullptr);
+  EXPECT_EQ(done->status_code, static_cast<uint64_t>(PublishDoneCode::kUpdateFailed));
+  EXPECT_EQ(done->stream_count, 1u);
+  // Credit comes back: the ended subscription opens nothing.
+  for (transport::StreamId id : {transport::StreamId{7}}) {
+    if (transport::Stream* s = f.pair.client().GetStreamById(id)) s->SendStopSending(0);
+  }
+  ASSERT_TRUE(f.track->AppendObject(B("g1 again")).ok());
+  f.pair.RunUntilIdle();
+  EXPECT_EQ(f.server->stats().data_streams_opened, 1u);
+  EXPECT_FALSE(f.raw.closed.has_value());
+}
+
+}  // namespace
+}  // namespace kvcs::moqt
