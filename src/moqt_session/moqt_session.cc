@@ -2121,6 +2121,15 @@ Result<uint64_t> MoqtSessionImpl::UpdateSubscription(uint64_t request_id,
     return ApiErr(SessionApiError::kUnknownRequest, "no such subscription", Code::kNotFound);
   }
   OutRequest& r = it->second;
+  // The peer's MAX_REQUEST_UPDATES (0 / absent = unlimited): exceeding it would make the peer
+  // close the session with TOO_MANY_REQUEST_UPDATES.
+  const uint64_t max_updates = peer_setup_.max_request_updates.value_or(0);
+  if (max_updates != 0 && r.pending_updates.size() >= max_updates) {
+    return ApiErr(SessionApiError::kTooManyRequests,
+                  "the peer's MAX_REQUEST_UPDATES of unanswered updates is reached; wait for "
+                  "OnUpdateResult",
+                  Code::kResourceExhausted);
+  }
   RequestUpdate m;
   m.request_id = next_request_id_;
   m.params.subscriber_priority = update.subscriber_priority;

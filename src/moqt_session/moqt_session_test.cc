@@ -1240,3 +1240,46 @@ TEST(MoqtHardeningTest, FailedUpdateEndsTheSubscriptionEvenWithStreamsWaitingFor
 
 }  // namespace
 }  // namespace kvcs::moqt
+
+namespace kvcs::moqt {
+namespace {
+
+TEST(MoqtHardeningTest, UpdatesRespectThePeersMaxRequestUpdates) {
+  InMemorySessionPair pair;
+  RawClient raw(&pair.server());
+  pair.server().SetVisitor(&raw);
+  Callbacks cb;
+  MoqtSession client(&pair.client(), {}, &cb, nullptr);
+  pair.Connect();
+  pair.RunUntilIdle();
+  moqt::Setup s;
+  s.options.max_request_updates = 1;
+  ASSERT_TRUE(pair.server()
+                  .OpenOutgoingUnidirectionalStream()
+                  ->Write(*SerializeControlMessage(s), false)
+                  .ok());
+  pair.RunUntilIdle();
+  auto sub = std::make_shared<Sub>();
+  auto id = client.Subscribe({{"a"}, "b"}, {}, sub);
+  ASSERT_TRUE(id.ok());
+  pair.RunUntilIdle();
+  transport::Stream* req = pair.server().GetStreamById(0);
+  ASSERT_TRUE(req->Write(*SerializeControlMessage(SubscribeOk{}), false).ok());
+  pair.RunUntilIdle();
+  SubscriptionUpdate u;
+  u.subscriber_priority = 3;
+  auto first = client.UpdateSubscription(*id, u);
+  ASSERT_TRUE(first.ok());
+  // One update unanswered: a second one would exceed the peer's limit.
+  auto second = client.UpdateSubscription(*id, u);
+  EXPECT_TRUE(second.status().Is(SessionApiError::kTooManyRequests));
+  ASSERT_TRUE(
+      pair.server().GetStreamById(0)->Write(*SerializeControlMessage(RequestOk{}), false).ok());
+  pair.RunUntilIdle();
+  ASSERT_EQ(sub->updates.size(), 1u);
+  EXPECT_TRUE(client.UpdateSubscription(*id, u).ok());
+  EXPECT_FALSE(client.closed());
+}
+
+}  // namespace
+}  // namespace kvcs::moqt
