@@ -794,10 +794,17 @@ void Connection::SweepStreams() {
     auto it = streams_.find(id);
     if (it == streams_.end()) continue;
     QuicStream* s = it->second.get();
-    if (!s->transport_closed_ || !s->ReadDone()) continue;
-    if (s->visitor_) s->visitor_->OnStreamClosed();
     bool remote = !ngtcp2_conn_is_local_stream(conn_, s->id_);
     bool bidi = ngtcp2_is_bidi_stream(s->id_);
+    // A peer's unidirectional stream has no write side, so it is finished once its read side is.
+    // ngtcp2 0.12.1 never closes such a stream itself (no stream_close callback: it waits for a
+    // FIN acknowledgement that cannot happen; fixed upstream in 0.14.0, commit 1d591bde), so
+    // waiting for transport_closed_ here would keep it, and its stream-count credit, forever.
+    bool remote_uni = remote && !bidi;
+    if (!(s->transport_closed_ || remote_uni) || !s->ReadDone()) continue;
+    if (s->visitor_) s->visitor_->OnStreamClosed();
+    // ngtcp2 may still hold the stream (see above): it must not call back with a freed pointer.
+    if (!s->transport_closed_) ngtcp2_conn_set_stream_user_data(conn_, s->id_, nullptr);
     SendqRemove(s);
     streams_.erase(it);
     // Return the stream-count credit only now that the application is done with the stream.

@@ -314,10 +314,11 @@ TEST_F(MoqtE2ETest, ExactlyOnceJoinDuringProductionAndAfterTheEnd) {
 
 // More groups than the subscriber's unidirectional stream limit: each group's subgroup stream
 // must wait for stream credit, which returns as the subscriber finishes earlier streams.
-// DISABLED: stalls after 3 groups (4 streams incl. control) until the idle timeout, because the
-// QUIC client never returns credit for server-opened unidirectional streams; see
-// QuicTransportBug.DISABLED_ServerUniStreamCreditReturns below (src/quic, reported).
-TEST_F(MoqtE2ETest, DISABLED_MoreGroupsThanTheSubscribersStreamLimitAllArrive) {
+// More groups in flight than the subscriber's max_incoming_uni_streams (4: control + 3 groups):
+// the publisher's group streams queue for stream credit, which the subscriber's QUIC client
+// returns as it finishes each group stream (this stalled until the idle timeout before src/quic
+// handled ngtcp2 0.12.1 never closing a peer's unidirectional stream).
+TEST_F(MoqtE2ETest, MoreGroupsThanTheSubscribersStreamLimitAllArrive) {
   MoqtClientConfig cfg = ClientConfig();
   cfg.quic.limits.max_incoming_uni_streams = 4;
   auto c = MoqtClient::Connect(loop_.io, cfg, nullptr);
@@ -484,12 +485,12 @@ TEST_F(MoqtE2ETest, GracefulShutdownSendsGoAwayAndClosesSessions) {
   EXPECT_TRUE(c->end()->handshake_completed);
 }
 
-// Minimal transport-only reproduction of the stall above (no MOQT): a server opens 12
+// Minimal transport-only regression test for the stall above (no MOQT): a server opens 12
 // unidirectional streams ("x" + FIN) to a client whose max_incoming_uni_streams is 4, opening
 // more on OnCanCreateNewOutgoingUnidirectionalStream. The client reads each stream to its FIN at
-// once. Expected: 12 streams arrive. Observed (src/quic as of this commit): 4 arrive, and the
-// server never gets OnCanCreateNewOutgoingUnidirectionalStream again. Bidirectional credit (client
-// opens, server limit) is covered by tests/quic and works.
+// once. Expected: 12 streams arrive. (Before the fix: 4 arrived, and the server never got
+// OnCanCreateNewOutgoingUnidirectionalStream again.) tests/quic covers the reset and
+// STOP_SENDING endings too (QuicE2E.PeerUniStreamCreditReturnedForEveryEnding).
 struct UniOpener : transport::SessionVisitor {
   void Open() {
     while (s && opened < 12) {
@@ -528,7 +529,7 @@ struct UniReader : transport::SessionVisitor {
   int fins = 0;
 };
 
-TEST(QuicTransportBug, DISABLED_ServerUniStreamCreditReturns) {
+TEST(QuicTransportBug, ServerUniStreamCreditReturns) {
   Loop loop;
   UniOpener opener;
   quic::ServerConfig sc;

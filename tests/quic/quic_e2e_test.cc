@@ -280,6 +280,138 @@ TEST(QuicE2E, StreamCountCreditReturnedOnClose) {
   for (auto& s : streams) ExpectDigestReply(s, 10000);
 }
 
+// Stream-count credit for the PEER's unidirectional streams: the server opens more uni streams
+// than the client's max_incoming_uni_streams (4) allows at once, and the client ends each one
+// in one of the three ways that finish a receive-only stream: reading it to its FIN, receiving
+// RESET_STREAM, or sending STOP_SENDING. Every ending must return one stream of credit, so all
+// streams get opened. (ngtcp2 0.12.1 never closes a peer's uni stream on its own: before src/quic
+// handled that, 4 streams arrived and the server waited for credit until the idle timeout.)
+// Runs server and client on one io_context, so the server's opener is plain test code.
+TEST(QuicE2E, PeerUniStreamCreditReturnedForEveryEnding) {
+  constexpr int kTotal = 30;
+  constexpr uint64_t kResetCode = 7, kStopCode = 9;
+  // Stream i carries: kind byte (i % 3), u64 i, then 2000 * i payload bytes (PayloadGen(i)).
+  // kind 0: FIN; kind 1: the server resets it after writing; kind 2: the client stops it.
+  struct Opener : SessionVisitor {
+    void Open() {
+      while (s && opened < kTotal) {
+        Stream* st = s->OpenOutgoingUnidirectionalStream();
+        if (!st) return;
+        int i = opened++;
+        std::vector<uint8_t> b{static_cast<uint8_t>(i % 3)};
+        PutU64(&b, static_cast<uint64_t>(i));
+        size_t head = b.size();
+        b.resize(head + 2000 * static_cast<size_t>(i));
+        PayloadGen(i).Fill(b.data() + head, b.size() - head);
+        (void)st->Write(b, i % 3 != 1);
+        if (i % 3 == 1) st->ResetWithCode(kResetCode);
+      }
+    }
+    void OnSessionReady() override {}
+    void OnSessionClosed(const CloseInfo&) override { s = nullptr; }
+    void OnIncomingBidirectionalStreamAvailable() override {}
+    void OnIncomingUnidirectionalStreamAvailable() override {}
+    void OnDatagramReceived(ByteSpan) override {}
+    void OnCanCreateNewOutgoingBidirectionalStream() override {}
+    void OnCanCreateNewOutgoingUnidirectionalStream() override { Open(); }
+    Session* s = nullptr;
+    int opened = 0;
+  };
+  struct Reader : StreamVisitor {
+    void OnCanRead() override {
+      if (!s_ || done) return;
+      uint8_t buf[16 << 10];
+      for (;;) {
+        auto r = s_->Read({buf, sizeof(buf)});
+        data.insert(data.end(), buf, buf + r.bytes_read);
+        if (data.size() >= 1 && data[0] == 2) {
+          done = stopped = true;
+          s_->SendStopSending(kStopCode);
+          return;
+        }
+        if (r.fin) {
+          done = fin = true;
+          return;
+        }
+        if (r.bytes_read == 0) return;
+      }
+    }
+    void OnCanWrite() override {}
+    void OnResetStreamReceived(ErrorCode c) override { reset_code = c; }
+    void OnStopSendingReceived(ErrorCode) override {}
+    void OnStreamClosed() override { closed = true; }
+    Stream* s_ = nullptr;
+    std::vector<uint8_t> data;
+    bool done = false, fin = false, stopped = false, closed = false;
+    std::optional<ErrorCode> reset_code;
+  };
+  ClientLoop loop;
+  Opener opener;
+  ServerConfig sc;
+  sc.alpns = {kAlpn};
+  sc.cert_file = TestCert("localhost").cert;
+  sc.key_file = TestCert("localhost").key;
+  sc.on_session = [&](Session& s) {
+    opener.s = &s;
+    s.SetVisitor(&opener);
+    opener.Open();
+  };
+  auto server = QuicServer::Create(loop.io, sc);
+  ASSERT_TRUE(server.ok()) << server.status().ToString();
+  ClientConfig cc = MakeClientConfig((*server)->port());
+  cc.limits.max_incoming_uni_streams = 4;
+  auto c = Connect(loop, cc);
+  ASSERT_TRUE(c);
+  std::vector<std::shared_ptr<Reader>> readers;
+  c->visitor.on_uni = [&] {
+    while (Stream* st = c->session->AcceptIncomingUnidirectionalStream()) {
+      auto r = std::make_shared<Reader>();
+      r->s_ = st;
+      readers.push_back(Attach(st, r));
+      r->OnCanRead();
+    }
+  };
+  auto fins = [&] {
+    int n = 0;
+    for (auto& r : readers) n += r->fin;
+    return n;
+  };
+  // Every FIN stream (10) arrives, which needs credit from every earlier stream of each kind.
+  ASSERT_TRUE(
+      loop.RunUntil([&] { return fins() == kTotal / 3 || c->visitor.closed; }, "every FIN stream"));
+  EXPECT_EQ(opener.opened, kTotal);
+  EXPECT_FALSE(c->visitor.closed) << c->visitor.info.ToString();
+  // Each FIN stream's bytes are intact; each stopped stream was one the server meant to stop.
+  for (auto& r : readers) {
+    ASSERT_GE(r->data.size(), 1u);
+    if (r->fin) {
+      ASSERT_GE(r->data.size(), 9u);
+      EXPECT_EQ(r->data[0], 0);
+      uint64_t i = GetU64(r->data.data() + 1);
+      std::vector<uint8_t> want(2000 * i);
+      PayloadGen(i).Fill(want.data(), want.size());
+      EXPECT_TRUE(std::equal(want.begin(), want.end(), r->data.begin() + 9)) << "stream " << i;
+      EXPECT_EQ(r->data.size(), 9 + want.size());
+    }
+    if (r->stopped) {
+      EXPECT_EQ(r->data[0], 2);
+    }
+    if (r->reset_code) {
+      EXPECT_EQ(*r->reset_code, kResetCode);
+    }
+  }
+  // Finished streams are released by the transport (their visitors see OnStreamClosed).
+  ASSERT_TRUE(loop.RunUntil(
+      [&] {
+        for (auto& r : readers) {
+          if ((r->fin || r->stopped) && !r->closed) return false;
+        }
+        return true;
+      },
+      "finished streams released"));
+  c->session.reset();
+}
+
 TEST(QuicE2E, FlowControlStallResumes) {
   ServerApp server([](ServerConfig& cfg) {
     cfg.limits.initial_stream_window = 256 << 10;
