@@ -1124,6 +1124,7 @@ void MoqtSessionImpl::PumpSubgroup(StreamId id, StreamEntry& e) {
   if (!s || rit == in_requests_.end()) return;
   InRequest& sub = rit->second;
   const Track& track = *sub.track;
+  if (!FlushPendingPayload(s, d)) return;
   while (s->CanWrite()) {
     const PublishedObject* o = track.NextInGroup(d.group, d.next_object);
     if (!o) {
@@ -1155,23 +1156,42 @@ void MoqtSessionImpl::PumpSubgroup(StreamId id, StreamEntry& e) {
       if (last_id) return;
       continue;
     }
-    Bytes out;
-    Status st = d.sg_writer->AppendObject(
+    // Header and payload are written separately: the payload goes from the Track's shared
+    // buffer straight into the transport (no per-object copy into a serialization buffer).
+    Bytes header;
+    Status st = d.sg_writer->AppendObjectHeader(
         o->location.object, o->status,
-        o->status == ObjectStatus::kNormal ? o->properties : Properties{}, *o->payload, &out);
+        o->status == ObjectStatus::kNormal ? o->properties : Properties{}, o->payload->size(),
+        &header);
     if (!st.ok()) {
       s->ResetWithCode(static_cast<uint64_t>(StreamResetCode::kInternalError));
       DataOutFinished(id, e);
       return;
     }
     bool last = o->status != ObjectStatus::kNormal;
-    if (!s->Write(out, last).ok()) return;
+    if (!s->Write(header, last).ok()) return;
     stats_.objects_sent++;
     if (last) {
       DataOutFinished(id, e);
       return;
     }
+    if (!WritePayload(s, d, o->payload)) return;
   }
+}
+
+bool MoqtSessionImpl::WritePayload(transport::Stream* s, OutData& d,
+                                   const std::shared_ptr<const Bytes>& payload) {
+  if (payload->empty()) return true;
+  if (s->CanWrite() && s->Write(*payload, false).ok()) return true;
+  d.pending_payload = payload;  // resumed by FlushPendingPayload on the next pump
+  return false;
+}
+
+bool MoqtSessionImpl::FlushPendingPayload(transport::Stream* s, OutData& d) {
+  if (!d.pending_payload) return true;
+  if (!s->CanWrite() || !s->Write(*d.pending_payload, false).ok()) return false;
+  d.pending_payload.reset();
+  return true;
 }
 
 const PublishedObject* MoqtSessionImpl::NextFetchObject(const Track& t, const OutData& d) const {
@@ -1213,6 +1233,7 @@ void MoqtSessionImpl::PumpFetch(StreamId id, StreamEntry& e) {
   if (!s || rit == in_requests_.end()) return;
   InRequest& owner = rit->second;
   const Track& track = *owner.track;
+  if (!FlushPendingPayload(s, d)) return;
   while (s->CanWrite()) {
     if (d.cursor && d.f.order == GroupOrder::kAscending && d.cursor->object != UINT64_MAX &&
         track.GroupEvicted(d.cursor->group + 1) && d.cursor->group + 1 <= d.f.range.end->group) {
@@ -1242,14 +1263,15 @@ void MoqtSessionImpl::PumpFetch(StreamId id, StreamEntry& e) {
     h.publisher_priority = o->publisher_priority;
     h.properties = o->properties;
     h.payload_length = o->payload->size();
-    Bytes out;
-    if (!d.f_writer->AppendObject(h, *o->payload, &out).ok()) {
+    Bytes header;
+    if (!d.f_writer->AppendObjectHeader(h, &header).ok()) {
       s->ResetWithCode(static_cast<uint64_t>(StreamResetCode::kInternalError));
       DataOutFinished(id, e);
       return;
     }
-    if (!s->Write(out, false).ok()) return;
+    if (!s->Write(header, false).ok()) return;
     stats_.objects_sent++;
+    if (!WritePayload(s, d, o->payload)) return;
   }
 }
 

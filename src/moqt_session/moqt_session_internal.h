@@ -146,6 +146,10 @@ struct OutData {
   PendingFetchOpen f;
   std::optional<Location> cursor;
   std::unique_ptr<FetchStreamWriter> f_writer;
+  // The payload of an object whose header is written but whose payload did not fit (the
+  // stream's send buffer filled up): written first on the next pump. Shared with the Track, so
+  // eviction cannot pull it away mid-object.
+  std::shared_ptr<const Bytes> pending_payload;
 };
 
 class InData : public DataStreamVisitor {
@@ -343,6 +347,10 @@ class MoqtSessionImpl : public transport::SessionVisitor, public TrackListener {
   void PumpData(StreamId id);
   void PumpSubgroup(StreamId id, StreamEntry& e);
   void PumpFetch(StreamId id, StreamEntry& e);
+  // Writes an object's payload after its header; false (and kept in d.pending_payload) when the
+  // stream cannot take it now.
+  bool WritePayload(transport::Stream* s, OutData& d, const std::shared_ptr<const Bytes>& payload);
+  bool FlushPendingPayload(transport::Stream* s, OutData& d);
   const PublishedObject* NextFetchObject(const Track& t, const OutData& d) const;
   void DataOutFinished(StreamId id, StreamEntry& e);
   void MaybePublishDone(uint64_t sub_id);

@@ -287,6 +287,14 @@ TEST(MoqtExactlyOnceTest, JoinUnderFlowControlAndStreamLimits) {
       {.capacity = 3000, .payload_pad = 1024, .send_buffer = 4096, .window = 8192, .max_uni = 3});
 }
 TEST(MoqtExactlyOnceTest, JoinAtFirstObject) { ExactlyOnceJoin(0, 0); }
+TEST(MoqtExactlyOnceTest, JoinWhenEveryPayloadWaitsForItsHeaderToDrain) {
+  // A 1-byte send buffer: after each object header the stream is full, so every payload is
+  // written from the Track's buffer on a later pump (OutData::pending_payload), for subgroup
+  // and fill streams alike.
+  ExactlyOnceJoin(
+      3, 9,
+      {.capacity = 5000, .payload_pad = 3000, .send_buffer = 1, .window = 16384, .max_uni = 8});
+}
 
 TEST_F(MoqtSessionTest, JoinAfterTrackEndedGetsEverythingFromFillAndCompletes) {
   auto t = MakeTrack("done");
