@@ -1853,12 +1853,30 @@ void MoqtSessionImpl::ReadDataIn(StreamId id) {
       s->Consume(p.data.size());
       return;
     }
-    // Copy: the peeked view is invalidated by calls on the stream from inside callbacks.
-    Bytes chunk(p.data.begin(), p.data.end());
-    bool fin = s->Consume(chunk.size()) || (p.fin && chunk.empty());
-    e->in->parser_.OnData(chunk, fin);
-    if (fin || chunk.empty()) return;
+    // Parsed in place (no copy): the view stays valid because nothing calls into this stream
+    // until OnData returns — STOP_SENDING requested from inside a callback (Unsubscribe,
+    // CancelFetch, a refused object) is deferred until then (StopReading).
+    parsing_data_ = id;
+    e->in->parser_.OnData(p.data, p.fin);
+    parsing_data_.reset();
+    if (deferred_stop_) {
+      uint64_t code = *deferred_stop_;
+      deferred_stop_.reset();
+      s->SendStopSending(code);
+      return;
+    }
+    if (closing_) return;
+    bool fin = s->Consume(p.data.size()) || p.fin;
+    if (fin || p.data.empty()) return;
   }
+}
+
+void MoqtSessionImpl::StopReading(StreamId id, uint64_t code) {
+  if (parsing_data_ == id) {
+    if (!deferred_stop_) deferred_stop_ = code;
+    return;
+  }
+  if (transport::Stream* s = TStream(id)) s->SendStopSending(code);
 }
 
 bool MoqtSessionImpl::AttributeSubgroup(InData* d, const SubgroupHeader& h) {
@@ -1930,7 +1948,7 @@ void MoqtSessionImpl::RefuseDataStream(InData* d, StreamResetCode code) {
   if (d->refused) return;
   d->refused = true;
   d->ReleasePayload();
-  if (transport::Stream* s = TStream(d->id_)) s->SendStopSending(static_cast<uint64_t>(code));
+  StopReading(d->id_, static_cast<uint64_t>(code));
   if (d->attributed && !d->ended) {
     d->ended = true;
     DataStreamEnded(d, false);
@@ -2191,9 +2209,7 @@ Status MoqtSessionImpl::Unsubscribe(uint64_t request_id) {
       e.in->ended = true;
       e.in->refused = true;
       e.in->ReleasePayload();
-      if (transport::Stream* s = TStream(id)) {
-        s->SendStopSending(static_cast<uint64_t>(StreamResetCode::kCancelled));
-      }
+      StopReading(id, static_cast<uint64_t>(StreamResetCode::kCancelled));
     }
   }
   FinishOutRequest(request_id);
@@ -2244,9 +2260,7 @@ Status MoqtSessionImpl::CancelFetch(uint64_t request_id) {
       e.in->ended = true;
       e.in->refused = true;
       e.in->ReleasePayload();
-      if (transport::Stream* s = TStream(id)) {
-        s->SendStopSending(static_cast<uint64_t>(StreamResetCode::kCancelled));
-      }
+      StopReading(id, static_cast<uint64_t>(StreamResetCode::kCancelled));
     }
   }
   FinishOutRequest(request_id);

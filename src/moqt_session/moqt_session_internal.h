@@ -296,6 +296,10 @@ class MoqtSessionImpl : public transport::SessionVisitor, public TrackListener {
   std::deque<uint64_t> retired_aliases_;
   std::deque<uint64_t> retired_fetch_ids_;
   uint64_t reassembly_bytes_ = 0;
+  // The data stream whose peeked bytes are being parsed (ReadDataIn), and a STOP_SENDING for it
+  // requested meanwhile: applied after the parser returns, so the peeked view stays valid.
+  std::optional<StreamId> parsing_data_;
+  std::optional<uint64_t> deferred_stop_;
 
   std::map<uint64_t, InRequest> in_requests_;
   uint64_t next_alias_ = 0;
@@ -363,6 +367,8 @@ class MoqtSessionImpl : public transport::SessionVisitor, public TrackListener {
   void UnparkData(uint64_t alias);
   void ProbeUniStream(StreamId id);
   void ReadDataIn(StreamId id);
+  // STOP_SENDING on an incoming data stream (deferred while that stream is being parsed).
+  void StopReading(StreamId id, uint64_t code);
   void MaybeCompleteSubscription(uint64_t id);
   void MaybeCompleteFetch(uint64_t id);
   void FinishOutRequest(uint64_t id);

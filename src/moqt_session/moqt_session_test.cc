@@ -1291,3 +1291,48 @@ TEST(MoqtHardeningTest, UpdatesRespectThePeersMaxRequestUpdates) {
 
 }  // namespace
 }  // namespace kvcs::moqt
+
+namespace kvcs::moqt {
+namespace {
+
+// Unsubscribes from inside OnObject, while the rest of the same chunk is still being parsed.
+struct UnsubscribeOnFirst : Sub {
+  void OnObject(const ReceivedObject& o) override {
+    Sub::OnObject(o);
+    if (session && objects.size() == 1) EXPECT_TRUE(session->Unsubscribe(id).ok());
+  }
+  MoqtSession* session = nullptr;
+  uint64_t id = 0;
+};
+
+TEST(MoqtHardeningTest, UnsubscribeFromInsideOnObjectMidChunk) {
+  RawPublisher p;
+  auto sub = std::make_shared<UnsubscribeOnFirst>();
+  auto id = p.client->Subscribe({{"a"}, "b"}, {}, sub);
+  ASSERT_TRUE(id.ok());
+  sub->session = p.client.get();
+  sub->id = *id;
+  p.pair.RunUntilIdle();
+  SubscribeOk ok;
+  ok.track_alias = 4;
+  p.Send(0, ok);
+  p.pair.RunUntilIdle();
+  // Three objects in one write (one chunk): the session must stop after the first, deferring
+  // its STOP_SENDING until the parser let go of the stream's bytes.
+  transport::Stream* d = p.pair.server().OpenOutgoingUnidirectionalStream();
+  const transport::StreamId did = d->GetStreamId();
+  ASSERT_TRUE(d->Write(Bytes{0x14, 0x04, 0x00, 0x00, 0x80, 0x00, 0x02, 'h', 'i', 0x00, 0x02, 'h',
+                             'o', 0x00, 0x02, 'h', 'u'},
+                       false)
+                  .ok());
+  p.pair.RunUntilIdle();
+  ASSERT_EQ(sub->objects.size(), 1u);
+  EXPECT_EQ(sub->objects[0].payload, "hi");
+  EXPECT_FALSE(sub->done.has_value());  // cancelled: no further callbacks
+  transport::Stream* after = p.pair.server().GetStreamById(did);
+  EXPECT_TRUE(after == nullptr || !after->CanWrite()) << "no STOP_SENDING reached the publisher";
+  EXPECT_FALSE(p.client->closed());
+}
+
+}  // namespace
+}  // namespace kvcs::moqt
