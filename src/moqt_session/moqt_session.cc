@@ -1382,14 +1382,44 @@ void MoqtSessionImpl::HandleSubscriptionUpdate(InRequest& r, const RequestUpdate
     r.live = SubscriptionRange(filter, r.track->largest());
   }
   if (!p.range_filters.empty()) r.filters = p.range_filters;
-  if (p.forward) r.forward = *p.forward;
+  bool paused = false;
+  if (p.forward) {
+    if (r.forward && !*p.forward) {
+      // Forwarding off: no more objects on this subscription's subgroup streams. The open ones
+      // are reset (they would otherwise go on pulling from the Track) and those waiting for
+      // credit are dropped; fills already running are left alone (reference §13).
+      std::vector<std::pair<uint64_t, StreamId>> open(r.group_streams.begin(),
+                                                      r.group_streams.end());
+      for (auto [g, sid] : open) {
+        if (sid == 0) continue;
+        if (transport::Stream* st = TStream(sid)) {
+          st->ResetWithCode(static_cast<uint64_t>(StreamResetCode::kCancelled));
+        }
+        if (StreamEntry* e = Entry(sid); e && e->out_data) e->out_data->finished = true;
+        r.data_streams.erase(sid);
+      }
+      r.group_streams.clear();
+      const uint64_t rid = r.id;
+      r.waiting_groups.clear();
+      pending_group_opens_.erase(
+          std::remove_if(pending_group_opens_.begin(), pending_group_opens_.end(),
+                         [rid](const auto& q) { return q.first == rid; }),
+          pending_group_opens_.end());
+      paused = true;
+    } else if (!r.forward && *p.forward) {
+      r.stopped_groups.clear();  // a subgroup the subscriber stopped may be reopened now
+    }
+    r.forward = *p.forward;
+  }
   RequestOk ok;
   if (r.track->largest()) ok.params.largest_object = r.track->largest();
   (void)SendControl(r.stream, ok);
+  const uint64_t sub_id = r.id;
   if (p.fill_parameters && r.forward) {
     StartFill(r, m.request_id, *p.fill_parameters,
               p.location_filter ? filter : LocationFilter{LocationFilterType::kNone});
   }
+  if (paused) MaybePublishDone(sub_id);  // the reset streams may have been the last ones
 }
 
 void MoqtSessionImpl::HandleFetch(StreamId id, const moqt::Fetch& m) {

@@ -523,6 +523,31 @@ TEST_F(MoqtSessionTest, SubscriptionObjectIdFilterAndUpdates) {
   EXPECT_TRUE(sub->done->all_streams_received);
 }
 
+TEST_F(MoqtSessionTest, PausingMidGroupStopsThatGroupsOpenStream) {
+  auto t = MakeTrack("v");
+  auto sub = std::make_shared<Sub>();
+  auto id = p_->client->Subscribe(Name("v"), {}, sub);
+  ASSERT_TRUE(id.ok());
+  p_->Run();
+  ASSERT_TRUE(t->StartGroup(0).ok());
+  ASSERT_TRUE(t->AppendObject(B("a")).ok());  // group 0's subgroup stream is open now
+  p_->Run();
+  ASSERT_EQ(sub->Normal().size(), 1u);
+  ASSERT_TRUE(p_->client->UpdateSubscription(*id, {.forward = false}).ok());
+  p_->Run();
+  // Forwarding is off: the rest of group 0 must not go out, not even when the track's end
+  // flushes the open streams.
+  ASSERT_TRUE(t->AppendObject(B("b")).ok());
+  ASSERT_TRUE(t->AppendObject(B("c")).ok());
+  ASSERT_TRUE(t->EndTrack().ok());
+  p_->Run();
+  EXPECT_EQ(sub->Normal().size(), 1u);
+  ASSERT_TRUE(sub->done.has_value());
+  EXPECT_TRUE(sub->done->track_ended);
+  EXPECT_FALSE(sub->done->all_streams_received);  // group 0's stream was reset
+  EXPECT_FALSE(p_->client->closed());
+}
+
 TEST_F(MoqtSessionTest, UpdateNarrowsTheLocationFilter) {
   auto t = MakeTrack("v");
   auto sub = std::make_shared<Sub>();
