@@ -40,13 +40,20 @@ Status Track::StartGroup(uint64_t group_id) {
 
 Result<Location> Track::AppendObject(ByteSpan payload, Properties properties) {
   if (!open_group_) return TrackErr(TrackError::kNoOpenGroup, "no open group");
+  return AppendObject(std::make_shared<const Bytes>(payload.begin(), payload.end()),
+                      std::move(properties));
+}
+
+Result<Location> Track::AppendObject(std::shared_ptr<const Bytes> payload, Properties properties) {
+  if (!open_group_) return TrackErr(TrackError::kNoOpenGroup, "no open group");
+  if (!payload) payload = std::make_shared<const Bytes>();
   const Group& g = groups_[*open_group_];
   uint64_t next = g.objects.empty() ? 0 : g.objects.rbegin()->first + 1;
   PublishedObject o;
   o.location = {*open_group_, next};
   o.publisher_priority = options_.publisher_priority;
   o.properties = std::move(properties);
-  o.payload = std::make_shared<const Bytes>(payload.begin(), payload.end());
+  o.payload = std::move(payload);
   KVCS_RETURN_IF_ERROR(AddObject(std::move(o)));
   return Location{*open_group_, next};
 }
@@ -233,14 +240,16 @@ Result<std::shared_ptr<Track>> TrackStore::CreateTrack(const FullTrackName& name
   bool new_ns = NamespaceRefs(name.track_namespace) == 0;
   auto t = std::make_shared<Track>(name, options);
   tracks_[name] = t;
+  track_ns_refs_[name.track_namespace]++;
   if (new_ns) NotifyAdded(name.track_namespace);
   return t;
 }
 
 void TrackStore::RemoveTrack(const FullTrackName& name) {
-  if (tracks_.erase(name) && NamespaceRefs(name.track_namespace) == 0) {
-    NotifyRemoved(name.track_namespace);
-  }
+  if (!tracks_.erase(name)) return;
+  auto it = track_ns_refs_.find(name.track_namespace);
+  if (it != track_ns_refs_.end() && --it->second == 0) track_ns_refs_.erase(it);
+  if (NamespaceRefs(name.track_namespace) == 0) NotifyRemoved(name.track_namespace);
 }
 
 Status TrackStore::AddAnnouncedNamespace(const TrackNamespace& ns) {
@@ -270,14 +279,13 @@ std::shared_ptr<Track> TrackStore::FindTrack(const FullTrackName& name) {
 
 std::vector<TrackNamespace> TrackStore::ListNamespaces() {
   std::set<TrackNamespace> all(announced_);
-  for (const auto& [name, t] : tracks_) all.insert(name.track_namespace);
+  for (const auto& [ns, n] : track_ns_refs_) all.insert(ns);
   return {all.begin(), all.end()};
 }
 
 size_t TrackStore::NamespaceRefs(const TrackNamespace& ns) const {
-  size_t n = announced_.count(ns);
-  for (const auto& [name, t] : tracks_) n += name.track_namespace == ns;
-  return n;
+  auto it = track_ns_refs_.find(ns);
+  return announced_.count(ns) + (it == track_ns_refs_.end() ? 0 : it->second);
 }
 
 void TrackStore::NotifyAdded(const TrackNamespace& ns) {

@@ -93,6 +93,9 @@ class Track {
   Status StartGroup(uint64_t group_id);
   // Appends the next object (ID = previous + 1, first 0) of the open group.
   Result<Location> AppendObject(ByteSpan payload, Properties properties = {});
+  // The same without copying: the Track keeps `payload` (REQUIRES non-null) as the object's
+  // bytes. For producers that already hold each object in its own buffer.
+  Result<Location> AppendObject(std::shared_ptr<const Bytes> payload, Properties properties = {});
   // Appends End of Group to the open group and closes it.
   Status EndGroup();
   // Ends the open group (if any) and appends End of Track at {last group + 1, 0}.
@@ -204,6 +207,9 @@ class TrackStore : public TrackSource {
   void NotifyRemoved(const TrackNamespace& ns);
 
   std::map<FullTrackName, std::shared_ptr<Track>, NameLess> tracks_;
+  // Tracks per namespace, so namespace bookkeeping is O(log n) per track instead of a scan of
+  // every track (a store holds up to kMaxTracksPerStore).
+  std::map<TrackNamespace, size_t> track_ns_refs_;
   std::set<TrackNamespace> announced_;
   std::set<NamespaceListener*> ns_listeners_;
 };

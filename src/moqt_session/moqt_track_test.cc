@@ -102,6 +102,34 @@ TEST(TrackStoreTest, NamespacesFromTracksAndAnnouncements) {
   EXPECT_FALSE(NamespaceHasPrefix({"a"}, {"a", "b"}));
 }
 
+TEST(TrackTest, AppendObjectCanTakeOverTheProducersBuffer) {
+  Track t({{"a"}, "b"}, {});
+  ASSERT_TRUE(t.StartGroup(0).ok());
+  auto buf = std::make_shared<const Bytes>(Bytes(1000, 7));
+  auto loc = t.AppendObject(buf);
+  ASSERT_TRUE(loc.ok());
+  ASSERT_NE(t.Find(*loc), nullptr);
+  EXPECT_EQ(t.Find(*loc)->payload.get(), buf.get());  // kept, not copied
+  EXPECT_EQ(t.stored_bytes(), 1000u);
+  Track closed({{"a"}, "c"}, {});
+  EXPECT_FALSE(closed.AppendObject(buf).ok());  // no open group
+}
+
+TEST(TrackStoreTest, RemovingAndRecreatingTracksKeepsNamespaceCountsExact) {
+  TrackStore s;
+  NsLog log;
+  s.AddNamespaceListener(&log);
+  for (int round = 0; round < 3; ++round) {
+    for (int i = 0; i < 50; ++i) ASSERT_TRUE(s.CreateTrack({{"n"}, std::to_string(i)}).ok());
+    for (int i = 0; i < 50; ++i) s.RemoveTrack({{"n"}, std::to_string(i)});
+    s.RemoveTrack({{"n"}, "never created"});
+  }
+  EXPECT_EQ(log.added.size(), 3u);
+  EXPECT_EQ(log.removed.size(), 3u);
+  EXPECT_TRUE(s.ListNamespaces().empty());
+  s.RemoveNamespaceListener(&log);
+}
+
 // ---------------------------------------------------------------------------------- filters
 LocationFilter LF(LocationFilterType t, uint64_t sg = 0, uint64_t so = 0, uint64_t d = 0,
                   uint64_t eo = 0) {
