@@ -1758,7 +1758,8 @@ void MoqtSessionImpl::OnResponseMessage(StreamId id, OutRequest& r, ControlMessa
           ProtocolViolation("track properties outside TRACK_STATUS_OK");
           return;
         }
-        if (r.ns_visitor) r.ns_visitor->OnRequestOk();
+        // A copy: the visitor may end the request (and drop r's reference) from the callback.
+        if (auto v = r.ns_visitor) v->OnRequestOk();
         return;
       }
       auto v = r.ns_visitor;

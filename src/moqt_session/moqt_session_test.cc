@@ -1361,3 +1361,37 @@ TEST(MoqtHardeningTest, UnsubscribeFromInsideOnObjectMidChunk) {
 
 }  // namespace
 }  // namespace kvcs::moqt
+
+namespace kvcs::moqt {
+namespace {
+
+// Ends its own namespace subscription from OnRequestOk; only the session holds it.
+struct QuitOnOk : NamespaceVisitor {
+  QuitOnOk(MoqtSession* s, int* calls) : s(s), calls(calls) {}
+  void OnRequestOk() override {
+    EXPECT_TRUE(s->UnsubscribeNamespace(id).ok());
+    ++*calls;  // touches this object after the session dropped its reference
+  }
+  void OnNamespace(const TrackNamespace&) override {}
+  void OnNamespaceDone(const TrackNamespace&) override {}
+  MoqtSession* s;
+  int* calls;
+  uint64_t id = 0;
+};
+
+TEST_F(MoqtSessionTest, NamespaceVisitorMayEndItsRequestFromOnRequestOk) {
+  MakeTrack("x");
+  int calls = 0;
+  auto v = std::make_shared<QuitOnOk>(p_->client.get(), &calls);
+  QuitOnOk* raw = v.get();
+  auto id = p_->client->SubscribeNamespace({"kvcs-1"}, std::move(v));
+  ASSERT_TRUE(id.ok());
+  raw->id = *id;
+  p_->Run();
+  EXPECT_EQ(calls, 1);
+  EXPECT_FALSE(p_->client->closed());
+  EXPECT_FALSE(p_->server->closed());
+}
+
+}  // namespace
+}  // namespace kvcs::moqt
