@@ -1,11 +1,13 @@
 // libFuzzer target: the S3 client's decoders of response bodies from the network (S3 XML error
-// documents and the list/multipart/copy results, ISO dates). Any input must yield a value or a
-// typed Status (ClientError::kMalformedXml), never a crash, hang or unbounded allocation.
+// documents and the list/multipart/copy results, ISO dates) and the Content-Range header. Any input
+// must yield a value or a typed Status (ClientError::kMalformedXml), never a crash, hang or
+// unbounded allocation.
 #include <cstddef>
 #include <cstdint>
 #include <string_view>
 
 #include "s3client/errors.h"
+#include "s3client/http_headers.h"
 #include "s3client/xml_responses.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
@@ -24,5 +26,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   check(ParseListUploads(in).status());
   (void)ParseIsoDateMs(in);
   (void)StripQuotes(in);
+  if (auto r = ParseContentRange(in); r && !(r->first <= r->last && r->last < r->total)) {
+    __builtin_trap();
+  }
   return 0;
 }

@@ -21,6 +21,7 @@
 #include "common/crypto.h"
 #include "common/hex.h"
 #include "s3/http_util.h"
+#include "s3client/http_headers.h"
 
 namespace kvcs::s3client {
 namespace {
@@ -182,16 +183,6 @@ void AddPutOptions(const PutObjectOptions& o, HeaderPairs* h) {
   if (!o.content_disposition.empty()) h->emplace_back("content-disposition", o.content_disposition);
   if (!o.cache_control.empty()) h->emplace_back("cache-control", o.cache_control);
   for (const auto& [k, v] : o.user_meta) h->emplace_back("x-amz-meta-" + Lower(k), v);
-}
-
-// "bytes first-last/total" (RFC 9110 14.4); total must be a number.
-bool ParseContentRange(std::string_view cr, uint64_t* first, uint64_t* last, uint64_t* total) {
-  size_t dash = cr.find('-'), slash = cr.find('/');
-  return cr.substr(0, 6) == "bytes " && dash != std::string_view::npos &&
-         slash != std::string_view::npos && dash < slash &&
-         ParseNum(cr.substr(6, dash - 6), first) &&
-         ParseNum(cr.substr(dash + 1, slash - dash - 1), last) &&
-         ParseNum(cr.substr(slash + 1), total) && *first <= *last && *last < *total;
 }
 
 // The representation headers HEAD and GET share (size left to the caller).
@@ -486,9 +477,9 @@ struct S3Client::Impl {
       }
     } else {
       std::string_view cr = r->Header("content-range");
-      uint64_t first = 0, lst = 0, total = 0;
-      if (!ParseContentRange(cr, &first, &lst, &total) || first != offset || lst > last ||
-          lst - first + 1 != r->body.size()) {
+      std::optional<ContentRange> range = ParseContentRange(cr);
+      if (!range || range->first != offset || range->last > last ||
+          range->last - range->first + 1 != r->body.size()) {
         return ClientStatus(ClientError::kProtocol, what + ": Content-Range '" + std::string(cr) +
                                                         "' does not match the request or the body");
       }
@@ -605,9 +596,10 @@ Result<ObjectPrefix> S3Client::GetPrefix(std::string_view bucket, std::string_vi
   if (r->status == 200) {  // Range ignored: the body is the whole (small) object.
     p.head.size = r->body.size();
   } else {
-    uint64_t first = 0, last = 0;
-    if (!ParseContentRange(r->Header("content-range"), &first, &last, &p.head.size) || first != 0 ||
-        last + 1 != r->body.size() || last >= out.size() ||
+    std::optional<ContentRange> range = ParseContentRange(r->Header("content-range"));
+    if (range) p.head.size = range->total;
+    if (!range || range->first != 0 || range->last + 1 != r->body.size() ||
+        range->last >= out.size() ||
         r->body.size() != std::min<uint64_t>(out.size(), p.head.size)) {
       return ClientStatus(ClientError::kProtocol, what + ": Content-Range '" +
                                                       std::string(r->Header("content-range")) +

@@ -10,6 +10,7 @@
 
 #include "s3/sigv4.h"
 #include "s3client/errors.h"
+#include "s3client/http_headers.h"
 #include "s3client/s3_client.h"
 #include "s3client/signer.h"
 #include "s3client/store_factory.h"
@@ -120,6 +121,50 @@ TEST(Retry, BackoffIsBoundedExponentialWithJitter) {
   EXPECT_EQ(BackoffDelay(p, 5, 1.0).count(), 1000);  // capped
   EXPECT_EQ(BackoffDelay(p, 60, 0.0).count(), 500);  // huge retry counts stay capped
   EXPECT_EQ(BackoffDelay(p, -3, 0.0).count(), 50);   // clamped to the first retry
+}
+
+// One table for Content-Range: accepted values with their decoding, and refused ones.
+struct ContentRangeVector {
+  std::string_view text;
+  std::optional<ContentRange> want;
+};
+const ContentRangeVector kContentRangeVectors[] = {
+    {"bytes 0-0/1", ContentRange{0, 0, 1}},
+    {"bytes 0-4095/65536", ContentRange{0, 4095, 65536}},
+    {"bytes 65536-131071/2097152", ContentRange{65536, 131071, 2097152}},
+    {"bytes 18446744073709551613-18446744073709551614/18446744073709551615",
+     ContentRange{18446744073709551613ull, 18446744073709551614ull, 18446744073709551615ull}},
+    {"bytes */100", std::nullopt},                     // unsatisfied range: no bytes to use
+    {"bytes 0-9/*", std::nullopt},                     // unknown total: the size is required
+    {"bytes 5-4/10", std::nullopt},                    // first > last
+    {"bytes 0-10/10", std::nullopt},                   // last >= total
+    {"bytes 0-18446744073709551616/1", std::nullopt},  // overflow
+    {"bytes -1-2/3", std::nullopt},
+    {"bytes +0-2/3", std::nullopt},
+    {"bytes 0 -2/3", std::nullopt},
+    {"bytes 0-2/3 ", std::nullopt},
+    {"Bytes 0-2/3", std::nullopt},
+    {"items 0-2/3", std::nullopt},
+    {"bytes 0/2-3", std::nullopt},  // separators out of order
+    {"", std::nullopt},
+};
+
+TEST(HttpHeaders, ContentRangeVectors) {
+  for (const auto& v : kContentRangeVectors) {
+    EXPECT_EQ(ParseContentRange(v.text), v.want) << v.text;
+    if (!v.want) continue;
+    // Every strict prefix is refused (a truncated header is never read as a smaller range)...
+    for (size_t n = 0; n < v.text.size(); ++n) {
+      auto r = ParseContentRange(v.text.substr(0, n));
+      EXPECT_TRUE(!r || *r != *v.want) << v.text.substr(0, n);
+    }
+    // ...and so is every single-character corruption that changes the meaning.
+    for (size_t i = 0; i < v.text.size(); ++i) {
+      std::string bad(v.text);
+      bad[i] = 'x';
+      EXPECT_FALSE(ParseContentRange(bad).has_value()) << bad;
+    }
+  }
 }
 
 TEST(Xml, ListObjectsV2AndFriends) {
