@@ -1077,9 +1077,10 @@ struct RawServerFixture {
   transport::StreamId Request(const ControlMessage& m, bool fin = false) {
     transport::Stream* s = pair.client().OpenOutgoingBidirectionalStream();
     EXPECT_NE(s, nullptr);
+    const transport::StreamId id = s->GetStreamId();  // `s` may be gone after the run
     EXPECT_TRUE(s->Write(*SerializeControlMessage(m), fin).ok());
     pair.RunUntilIdle();
-    return s->GetStreamId();
+    return id;
   }
   InMemorySessionPair pair;
   RawClient raw;
