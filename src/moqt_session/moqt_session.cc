@@ -1236,8 +1236,12 @@ void MoqtSessionImpl::PumpFetch(StreamId id, StreamEntry& e) {
   if (!FlushPendingPayload(s, d)) return;
   while (s->CanWrite()) {
     if (d.cursor && d.f.order == GroupOrder::kAscending && d.cursor->object != UINT64_MAX &&
-        track.GroupEvicted(d.cursor->group + 1) && d.cursor->group + 1 <= d.f.range.end->group) {
-      // Groups we still had to send were evicted under us.
+        (track.GroupEvicted(d.cursor->group) || (track.GroupEvicted(d.cursor->group + 1) &&
+                                                 d.cursor->group + 1 <= d.f.range.end->group))) {
+      // Objects we still had to send were evicted under us: the rest of the current group, or
+      // later groups. Going on would present them as non-existent (a gap on a fetch stream
+      // means "does not exist").  (A cursor at Object 2^64-1 is an End of Unknown Range marker
+      // that already covers its evicted groups.)
       s->ResetWithCode(static_cast<uint64_t>(StreamResetCode::kTooFarBehind));
       DataOutFinished(id, e);
       return;

@@ -1396,3 +1396,50 @@ TEST_F(MoqtSessionTest, NamespaceVisitorMayEndItsRequestFromOnRequestOk) {
 
 }  // namespace
 }  // namespace kvcs::moqt
+
+namespace kvcs::moqt {
+namespace {
+
+// Produces new groups (evicting the oldest) from inside the fetch's OnObject.
+struct EvictingFetch : Fet {
+  void OnObject(const ReceivedObject& o) override {
+    Fet::OnObject(o);
+    if (o.location == Location{0, 2}) {
+      for (uint64_t g = 3; g < 4; ++g) {  // evicts group 0 only
+        EXPECT_TRUE(track->StartGroup(g).ok());
+        EXPECT_TRUE(track->AppendObject(B("new")).ok());
+      }
+    }
+  }
+  Track* track = nullptr;
+};
+
+TEST(MoqtHardeningTest, FetchWhoseRemainingObjectsAreEvictedIsNotReportedComplete) {
+  uint64_t now = 0;
+  TrackStore store;
+  InMemoryOptions sopts;
+  sopts.stream_send_buffer = 1;  // the server writes about one object ahead of the client
+  Peer p(&store, &now, {}, sopts);
+  TrackOptions o;
+  o.max_groups = 3;
+  auto t = *store.CreateTrack({{"a"}, "b"}, o);
+  for (uint64_t g = 0; g < 3; ++g) {
+    ASSERT_TRUE(t->StartGroup(g).ok());
+    for (int i = 0; i < 10; ++i) ASSERT_TRUE(t->AppendObject(B(Payload(g, i))).ok());
+  }
+  auto f = std::make_shared<EvictingFetch>();
+  f->track = t.get();
+  FetchOptions fo;
+  fo.range = LocationFilter{LocationFilterType::kAbsoluteStartGroupEnd, 0, 0, 0};  // group 0
+  ASSERT_TRUE(p.client->Fetch({{"a"}, "b"}, fo, f).ok());
+  p.Run();
+  ASSERT_TRUE(f->done.has_value());
+  // Group 0 was evicted while the fetch was in it: the fetch cannot be complete. Before the fix
+  // the stream went past the range end and FINed (the rest of group 0 silently "non-existent").
+  EXPECT_FALSE(f->done->ok) << f->objects.size() << " objects of 10";
+  EXPECT_LT(f->objects.size(), 10u);
+  EXPECT_FALSE(p.client->closed());
+}
+
+}  // namespace
+}  // namespace kvcs::moqt
