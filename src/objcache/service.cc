@@ -285,9 +285,15 @@ void Service::Impl::ProbeBlocks(store::ObjectStore& store, const std::string& bu
                                 std::vector<BlockSlot>* slots) {
   const size_t n = req.block_keys.size();
   slots->assign(n, BlockSlot{});
+  std::vector<std::string> keys;
+  keys.reserve(n);
   for (size_t i = 0; i < n; ++i) {
-    auto r = store.Open(bucket,
-                        BlockObjectKey(req.scope_id, req.compat_id, req.block_keys[i], codec_name));
+    keys.push_back(BlockObjectKey(req.scope_id, req.compat_id, req.block_keys[i], codec_name));
+  }
+  // One call: a backend whose Open is a network round trip opens them concurrently.
+  auto opened = store.OpenMany(bucket, keys);
+  for (size_t i = 0; i < n; ++i) {
+    auto& r = opened[i];
     if (r.ok()) {
       (*slots)[i].reader = *r;
       (*slots)[i].status = BlockStatus::kPresent;

@@ -63,6 +63,10 @@ INSTANTIATE_TEST_SUITE_P(Ceph, ExtensionCases,
                          ::testing::Values(ExtensionBackendParam{
                              "Ceph", [] { return std::make_unique<CephBackend>(); }}),
                          BackendName);
+INSTANTIATE_TEST_SUITE_P(Ceph, SmallWindowCases,
+                         ::testing::Values(ExtensionBackendParam{
+                             "Ceph", [] { return std::make_unique<CephBackend>(); }}),
+                         BackendName);
 
 class ObjcacheCephFaults : public ExtensionFixture {
  protected:

@@ -13,7 +13,7 @@ namespace kvcs::objcache {
 const std::string ExtensionFixture::kBucket = kDefaultKvBucket;
 
 void ExtensionFixture::Start(std::unique_ptr<ExtensionBackend> backend, uint32_t blocks,
-                             uint32_t layers) {
+                             uint32_t layers, ServiceOptions service_options) {
   backend_ = std::move(backend);
   ASSERT_NE(backend_, nullptr);
   blocks_ = blocks;
@@ -23,7 +23,7 @@ void ExtensionFixture::Start(std::unique_ptr<ExtensionBackend> backend, uint32_t
   cfg.secrets[s3::kDevAccessKey] = s3::kDevSecretKey;
   cfg.io_threads = 2;
   server_ = std::make_unique<s3::Server>(cfg, backend_->store());
-  service_ = std::make_unique<Service>(ServiceOptions{});
+  service_ = std::make_unique<Service>(service_options);
   for (auto& e : service_->Extensions()) server_->AddExtension(std::move(e));
   ASSERT_TRUE(server_->Start().ok());
   runner_ = std::thread([this] { server_->Run(false); });
@@ -319,6 +319,40 @@ TEST_P(ExtensionCases, KvspEndpoints) {
             404);
   EXPECT_EQ(get("GET", "/_kvsp/prefix/" + ToHex(cache_.compat_id) + "/" + anchor, "from=9").status,
             416);
+}
+
+// Windows far smaller than a layer: a window ends inside a layer, a layer spans several windows,
+// missing blocks' records are counted against the window, the window buffers are reused by the
+// next requests (three requests in a row, with different components), and every byte still
+// arrives in order.
+TEST_P(SmallWindowCases, LayersSpanWindowsAndBuffersAreReused) {
+  PutAll();
+  Digest unknown{};
+  unknown.fill(0x77);
+  std::vector<Digest> keys = cache_.block_keys;
+  keys.insert(keys.begin() + 3, unknown);
+  for (Components c : {Components::kKV, Components::kK, Components::kKV, Components::kV}) {
+    auto got = Get(Req(keys, 0, kLayers, c));
+    ASSERT_TRUE(got.ok()) << got.status().ToString();
+    ASSERT_EQ(got->size(), kLayers);
+    for (uint32_t l = 0; l < kLayers; ++l) {
+      const Got& g = (*got)[l];
+      EXPECT_EQ(g.layer, l);
+      ASSERT_EQ(g.status.size(), keys.size());
+      for (uint32_t i = 0; i < keys.size(); ++i) {
+        if (i == 3) {
+          EXPECT_EQ(g.status[i], BlockStatus::kMissing);
+          continue;
+        }
+        uint32_t b = i < 3 ? i : i - 1;
+        ASSERT_EQ(g.status[i], BlockStatus::kPresent) << "layer " << l << " block " << b;
+        Bytes want = c == Components::kKV  ? SyntheticLayerBytes(cache_, b, l)
+                     : c == Components::kK ? K(b, l)
+                                           : V(b, l);
+        EXPECT_EQ(g.data[i], want) << "layer " << l << " block " << b;
+      }
+    }
+  }
 }
 
 }  // namespace

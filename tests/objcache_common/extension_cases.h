@@ -53,7 +53,8 @@ inline std::string BackendName(const ::testing::TestParamInfo<ExtensionBackendPa
 class ExtensionFixture : public ::testing::Test {
  protected:
   // Starts the server over `backend` and makes a blocks x layers synthetic cache (not stored).
-  void Start(std::unique_ptr<ExtensionBackend> backend, uint32_t blocks, uint32_t layers);
+  void Start(std::unique_ptr<ExtensionBackend> backend, uint32_t blocks, uint32_t layers,
+             ServiceOptions service_options = {});
   void TearDown() override;
 
   ClientOptions Options(const std::string& secret) const;
@@ -91,7 +92,18 @@ class ExtensionCases : public ExtensionFixture,
  protected:
   static constexpr uint32_t kBlocks = 8;
   static constexpr uint32_t kLayers = 4;
-  void SetUp() override { Start(GetParam().make(), kBlocks, kLayers); }
+  void SetUp() override { Start(GetParam().make(), kBlocks, kLayers, MakeServiceOptions()); }
+  virtual ServiceOptions MakeServiceOptions() { return ServiceOptions{}; }
+};
+
+// The same cases' data with service windows far smaller than a layer.
+class SmallWindowCases : public ExtensionCases {
+ protected:
+  ServiceOptions MakeServiceOptions() override {
+    ServiceOptions o;
+    o.window_bytes = 3 * 64 * 1024 + 100;  // three block-layers and a bit: cuts inside layers
+    return o;
+  }
 };
 
 }  // namespace kvcs::objcache

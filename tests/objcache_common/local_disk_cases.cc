@@ -60,6 +60,10 @@ INSTANTIATE_TEST_SUITE_P(LocalDisk, ExtensionCases,
                          ::testing::Values(ExtensionBackendParam{
                              "LocalDisk", [] { return std::make_unique<LocalDiskBackend>(); }}),
                          BackendName);
+INSTANTIATE_TEST_SUITE_P(LocalDisk, SmallWindowCases,
+                         ::testing::Values(ExtensionBackendParam{
+                             "LocalDisk", [] { return std::make_unique<LocalDiskBackend>(); }}),
+                         BackendName);
 
 }  // namespace
 }  // namespace kvcs::objcache
