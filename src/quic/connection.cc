@@ -52,6 +52,7 @@ bool IsLoopback(const SockAddr& a) {
 class QuicStream : public transport::Stream {
  public:
   QuicStream(Connection* c, int64_t id) : c_(c), id_(id), send_(&c->pool_), recv_(&c->pool_) {}
+  ~QuicStream() override { c_->unsent_total_ -= Counted(); }
 
   transport::StreamId GetStreamId() const override { return static_cast<uint64_t>(id_); }
   bool IsBidirectional() const override { return ngtcp2_is_bidi_stream(id_); }
@@ -78,6 +79,15 @@ class QuicStream : public transport::Stream {
   size_t ReadableBytes() const override { return recv_.Readable(); }
 
   bool CanWrite() const override {
+    if (!StreamWritable()) return false;
+    if (c_->unsent_total_ < c_->limits_.connection_send_budget) return true;
+    // The connection's budget of unsent bytes is used up: OnCanWrite comes when it frees, in
+    // send order (Connection::WakeBudgetWaiters).
+    c_->AddBudgetWaiter(this);
+    return false;
+  }
+  // CanWrite() without the connection budget.
+  bool StreamWritable() const {
     return HasWriteSide() && !write_closed_ && c_->IsOpen() &&
            send_.Buffered() < c_->limits_.stream_send_buffer;
   }
@@ -90,7 +100,9 @@ class QuicStream : public transport::Stream {
       return Err(TransportError::kWriteBlocked, "stream send buffer full; wait for OnCanWrite",
                  Code::kResourceExhausted);
     }
+    size_t before = Counted();
     send_.Append(data);
+    c_->Recount(before, Counted());
     if (fin) {
       fin_requested_ = true;
       write_closed_ = true;
@@ -104,7 +116,9 @@ class QuicStream : public transport::Stream {
 
   void ResetWithCode(transport::ErrorCode code) override {
     if (!HasWriteSide() || write_reset_ || (fin_acked_)) return;
+    size_t before = Counted();
     write_closed_ = write_reset_ = local_reset_ = true;
+    c_->Recount(before, Counted());
     if (c_->conn_ && !transport_closed_) ngtcp2_conn_shutdown_stream_write(c_->conn_, id_, code);
     c_->ScheduleFlush();
   }
@@ -125,11 +139,21 @@ class QuicStream : public transport::Stream {
   void SetSendOrder(uint64_t send_order) override {
     if (send_order == send_order_) return;
     if (in_sendq_) {
-      c_->SendqRemove(this);
+      c_->SendqRemove(this);  // finds the queue by the old send order
       send_order_ = send_order;
       c_->Enqueue(this);
     } else {
       send_order_ = send_order;
+    }
+    if (budget_waiting_) {  // wait under the new order
+      for (auto it = c_->budget_waiters_.begin(); it != c_->budget_waiters_.end(); ++it) {
+        if (it->second == id_) {
+          c_->budget_waiters_.erase(it);
+          break;
+        }
+      }
+      budget_waiting_ = false;
+      c_->AddBudgetWaiter(this);
     }
   }
   uint64_t GetSendOrder() const override { return send_order_; }
@@ -158,6 +182,10 @@ class QuicStream : public transport::Stream {
     return !write_reset_ && (send_.Unsent() > 0 || (fin_requested_ && !fin_sent_));
   }
   bool ReadDone() const { return !HasReadSide() || read_finished_; }
+  // This stream's share of Connection::unsent_total_: unsent bytes that could go on the wire. A
+  // stream blocked by the peer's stream flow control does not hold the connection's budget
+  // (other streams must not wait for a peer that stopped reading this one), nor does a reset one.
+  size_t Counted() const { return blocked_ || write_reset_ ? 0 : send_.Unsent(); }
 
   Connection* c_;
   int64_t id_;
@@ -167,6 +195,7 @@ class QuicStream : public transport::Stream {
   bool fin_requested_ = false, fin_sent_ = false, fin_acked_ = false;
   bool write_closed_ = false, write_reset_ = false, local_reset_ = false, stop_notified_ = false;
   bool want_can_write_ = false;
+  mutable bool budget_waiting_ = false;      // listed in c_->budget_waiters_
   bool in_sendq_ = false, blocked_ = false;  // in_sendq_: listed in c_->sendq_[send_order_]
   uint64_t send_order_ = kDefaultSendOrder;
   bool fin_received_ = false, read_finished_ = false, read_event_pending_ = false;
@@ -488,7 +517,9 @@ int Connection::OnStreamClose(uint32_t flags, int64_t id, uint64_t code, void* s
     Push(Ev::kStopSending, id, code);
   }
   s->transport_closed_ = true;
+  size_t before = s->Counted();
   s->send_.Clear();  // ngtcp2 no longer references the bytes
+  Recount(before, s->Counted());
   s->write_closed_ = true;
   sweep_.push_back(s->id_);
   return 0;
@@ -508,7 +539,9 @@ int Connection::OnStreamReset(int64_t id, uint64_t code, void* sud) {
 int Connection::OnExtendMaxStreamData(int64_t, void* sud) {
   auto* s = static_cast<QuicStream*>(sud);
   if (!s) return 0;
+  size_t before = s->Counted();
   s->blocked_ = false;
+  Recount(before, s->Counted());
   Enqueue(s);
   return 0;
 }
@@ -723,6 +756,8 @@ void Connection::DispatchEvents() {
         auto streams = std::move(streams_);
         streams_.clear();
         sendq_.clear();
+        budget_waiters_.clear();
+        budget_event_pending_ = false;
         incoming_bidi_.clear();
         incoming_uni_.clear();
         sweep_.clear();
@@ -773,6 +808,10 @@ void Connection::DispatchEvents() {
         if (visitor_ && state_ == State::kOpen)
           visitor_->OnCanCreateNewOutgoingBidirectionalStream();
         break;
+      case Ev::kBudget:
+        budget_event_pending_ = false;
+        if (!WakeBudgetWaiters(alive)) return;
+        break;
       case Ev::kCanOpenUni:
         if (visitor_ && state_ == State::kOpen)
           visitor_->OnCanCreateNewOutgoingUnidirectionalStream();
@@ -816,6 +855,46 @@ void Connection::SweepStreams() {
       }
     }
   }
+}
+
+void Connection::Recount(size_t before, size_t after) {
+  unsent_total_ += after;
+  unsent_total_ -= before;
+  if (after < before) MaybeWakeBudgetWaiters();
+}
+
+void Connection::AddBudgetWaiter(const QuicStream* s) {
+  if (s->budget_waiting_) return;
+  s->budget_waiting_ = true;
+  budget_waiters_.emplace(std::make_pair(s->send_order_, budget_seq_++), s->id_);
+}
+
+void Connection::MaybeWakeBudgetWaiters() {
+  if (budget_event_pending_ || budget_waiters_.empty() || state_ != State::kOpen ||
+      unsent_total_ >= limits_.connection_send_budget) {
+    return;
+  }
+  budget_event_pending_ = true;
+  Push(Ev::kBudget);
+  ScheduleFlush();  // dispatches it (while dispatching, the dispatch loop reaches it anyway)
+}
+
+bool Connection::WakeBudgetWaiters(const std::weak_ptr<char>& alive) {
+  while (!budget_waiters_.empty() && unsent_total_ < limits_.connection_send_budget) {
+    auto it = budget_waiters_.begin();
+    int64_t id = it->second;
+    budget_waiters_.erase(it);
+    auto sit = streams_.find(id);
+    if (sit == streams_.end()) continue;
+    QuicStream* s = sit->second.get();
+    s->budget_waiting_ = false;
+    // A stream whose own buffer is full gets OnCanWrite from OnAcked (want_can_write_).
+    if (!s->StreamWritable()) continue;
+    s->want_can_write_ = false;
+    if (s->visitor_) s->visitor_->OnCanWrite();
+    if (alive.expired()) return false;
+  }
+  return true;
 }
 
 void Connection::ScheduleFlush() {
@@ -974,7 +1053,9 @@ void Connection::Flush() {
     ngtcp2_ssize n = ngtcp2_conn_writev_stream(conn_, &ps.path, &pi, sock.NextPacketBuffer(),
                                                max_pkt, &ndatalen, flags, sid, vec, vcnt, ts);
     if (s && ndatalen >= 0) {
+      size_t before = s->Counted();
       s->send_.MarkSent(static_cast<size_t>(ndatalen));
+      Recount(before, s->Counted());
       if (fin_attempt && static_cast<size_t>(ndatalen) == unsent_before) s->fin_sent_ = true;
     }
     if (n < 0) {
@@ -982,15 +1063,21 @@ void Connection::Flush() {
         case NGTCP2_ERR_WRITE_MORE:
           if (s && !s->HasPendingSend()) SendqPopFront(s, /*requeue=*/false);
           continue;
-        case NGTCP2_ERR_STREAM_DATA_BLOCKED:
+        case NGTCP2_ERR_STREAM_DATA_BLOCKED: {
+          size_t before = s->Counted();
           s->blocked_ = true;
+          Recount(before, s->Counted());
           SendqPopFront(s, /*requeue=*/false);
           continue;
-        case NGTCP2_ERR_STREAM_SHUT_WR:
+        }
+        case NGTCP2_ERR_STREAM_SHUT_WR: {
           // The peer's STOP_SENDING shut our write side (reported at stream close).
+          size_t before = s->Counted();
           s->write_closed_ = s->write_reset_ = true;
+          Recount(before, s->Counted());
           SendqPopFront(s, /*requeue=*/false);
           continue;
+        }
         case NGTCP2_ERR_STREAM_NOT_FOUND:
           SendqPopFront(s, /*requeue=*/false);
           continue;

@@ -135,6 +135,7 @@ class Connection : public QuicClientSession {
     kDatagram,
     kCanOpenBidi,
     kCanOpenUni,
+    kBudget,  // the connection send budget has room: OnCanWrite for waiting streams
   };
   struct Event {
     Ev type;
@@ -165,6 +166,15 @@ class Connection : public QuicClientSession {
   void SendqRemove(QuicStream* s);
   // `s` is at the front of its queue: rotate it to the back (requeue) or drop it.
   void SendqPopFront(QuicStream* s, bool requeue);
+  // Connection send budget (TransportLimits::connection_send_budget): a stream's counted unsent
+  // bytes went from `before` to `after`; wakes budget waiters when that freed room.
+  void Recount(size_t before, size_t after);
+  // `s` found the budget used up in CanWrite(): it gets OnCanWrite when room frees.
+  void AddBudgetWaiter(const QuicStream* s);
+  void MaybeWakeBudgetWaiters();
+  // Calls OnCanWrite for waiters, lowest send order first (FIFO within one order), while the
+  // budget has room. Returns false when a visitor destroyed the session.
+  bool WakeBudgetWaiters(const std::weak_ptr<char>& alive);
   bool WriteDatagrams(ngtcp2_path_storage* ps, size_t max_pkt, size_t* pkts, size_t max_pkts,
                       bool* stop, ngtcp2_tstamp ts);
   bool CommitAndMaybeSend(size_t nwrite, const ngtcp2_path& path);
@@ -203,6 +213,13 @@ class Connection : public QuicClientSession {
   // Lowest send order first (Stream::SetSendOrder); each queue is served round-robin.
   std::map<uint64_t, std::deque<QuicStream*>> sendq_;
   std::vector<int64_t> sweep_;  // ids of streams that may be finished
+  // Unsent bytes of every stream that could go on the wire now (QuicStream::Counted); CanWrite()
+  // is false while this is at least limits_.connection_send_budget.
+  size_t unsent_total_ = 0;
+  // Streams waiting for budget: (send order, arrival) -> stream id.
+  std::map<std::pair<uint64_t, uint64_t>, int64_t> budget_waiters_;
+  uint64_t budget_seq_ = 0;
+  bool budget_event_pending_ = false;
   std::deque<std::vector<uint8_t>> dgram_tx_;
   std::deque<std::vector<uint8_t>> dgram_rx_;
   std::vector<std::vector<uint8_t>> dgram_free_;  // recycled datagram buffers

@@ -54,6 +54,15 @@ struct TransportLimits {
   // buffered and not yet acknowledged. Bounds memory per stream; must exceed the path's
   // bandwidth-delay product for full speed.
   size_t stream_send_buffer = 4 << 20;
+  // Connection send budget: CanWrite() is false on every stream while the connection holds this
+  // many bytes written but not yet sent (across all streams; bytes of a stream blocked by the
+  // peer's stream flow control do not count), and OnCanWrite reaches the waiting streams lowest
+  // send order first as packets go out. Without it, N writable streams would each buffer up to
+  // stream_send_buffer (MOQT: 64 group streams x 4 MiB = the whole track copied into send
+  // buffers at once, ahead of the network and regardless of priority). 4 MiB keeps one stream
+  // at full speed (it never binds before stream_send_buffer does) and lets a burst of the
+  // largest congestion window we see on loopback (~2-3 MiB) go out at once.
+  size_t connection_send_budget = 4 << 20;
   // Largest DATAGRAM frame we accept (transport parameter max_datagram_frame_size); 0 disables.
   uint64_t max_datagram_frame_size = 1200;
   // Datagrams queued for sending before SendOrQueueDatagram refuses more.

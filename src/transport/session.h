@@ -35,6 +35,13 @@
 // (Read/Consume); an application that stops reading stops the peer. Write() accepts data while
 // CanWrite() is true (the stream's send buffer is below its limit; the buffer may then exceed the
 // limit by at most that one write); when CanWrite() is false, wait for OnCanWrite().
+// An implementation may also bound what the whole SESSION holds unsent (the QUIC one does:
+// TransportLimits::connection_send_budget): CanWrite() is then false on every stream while that
+// budget is used up, and OnCanWrite reaches the waiting streams, lowest send order first, as the
+// budget frees. Write() itself refuses data (kWriteBlocked) only for the stream's own limit, so
+// a small write that ignores CanWrite() (a header, a control message) still goes through;
+// writers of bulk data must follow CanWrite()/OnCanWrite() to keep the session's memory bounded
+// and to let priorities decide what is committed first.
 #ifndef KVCS_TRANSPORT_SESSION_H_
 #define KVCS_TRANSPORT_SESSION_H_
 
@@ -91,7 +98,9 @@ class StreamVisitor {
   // New bytes (or the FIN) are available to Read/PeekReadable. Edge-triggered: fired once per
   // batch of arrivals; read until Read returns 0 bytes or you choose to stop.
   virtual void OnCanRead() = 0;
-  // CanWrite() became true again after being false (send buffer drained below its limit).
+  // CanWrite() became true again after being false (send buffer drained below its limit, or the
+  // session's send budget freed; see FLOW CONTROL). May occasionally fire when CanWrite() is
+  // false again already: check it before writing.
   virtual void OnCanWrite() = 0;
   // The peer sent RESET_STREAM: no more data will arrive; unread data was discarded.
   virtual void OnResetStreamReceived(ErrorCode code) = 0;

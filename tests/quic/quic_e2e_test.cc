@@ -445,6 +445,54 @@ TEST(QuicE2E, FlowControlStallResumes) {
   ExpectDigestReply(paused, kSize);
 }
 
+// TransportLimits::connection_send_budget: writers that follow CanWrite()/OnCanWrite() hold at
+// most the budget (plus one write) unsent across ALL streams, and as packets go out the waiting
+// streams are served lowest send order first. Six 2 MiB streams (each fits its own 4 MiB send
+// buffer) are written in the opposite order of their send orders: without the budget all 12 MiB
+// would be buffered at once; with a 256 KiB budget the first stream takes it and the other five
+// wait, and the server must then read their FINs in send order, the first-written stream last.
+TEST(QuicE2E, ConnectionSendBudgetBoundsUnsentBytesAndServesLowSendOrderFirst) {
+  ServerApp server;
+  ClientLoop loop;
+  ClientConfig cfg = MakeClientConfig(server.port());
+  constexpr size_t kBudget = 256 << 10;
+  cfg.limits.connection_send_budget = kBudget;
+  auto c = ConnectReady(loop, cfg);
+  ASSERT_TRUE(c && c->visitor.ready);
+  constexpr uint64_t kSize = 2 << 20;
+  constexpr int kStreams = 6;
+  std::vector<std::shared_ptr<SendStream>> streams;
+  for (int i = 0; i < kStreams; ++i) {
+    Stream* st = c->session->OpenOutgoingBidirectionalStream();
+    ASSERT_TRUE(st);
+    st->SetSendOrder(static_cast<uint64_t>(kStreams - i) * 100);  // 600, 500, ..., 100
+    streams.push_back(Attach(st, std::make_shared<SendStream>(st, 'D', kSize, 40 + i)));
+    streams.back()->Start();
+  }
+  // Nothing was sent yet (the test has not returned to the event loop).
+  uint64_t buffered = 0;
+  for (auto& s : streams) buffered += s->sent;
+  EXPECT_LE(buffered, kBudget + (64 << 10));
+  EXPECT_GE(streams[0]->sent, kBudget);
+  for (int i = 1; i < kStreams; ++i) {
+    EXPECT_EQ(streams[i]->sent, 0u) << i;
+    EXPECT_GT(streams[i]->blocked_count, 0) << i;
+    EXPECT_FALSE(streams[i]->s_->CanWrite()) << i;
+  }
+  std::vector<transport::StreamId> expected;
+  for (int i = kStreams - 1; i >= 0; --i) expected.push_back(streams[i]->s_->GetStreamId());
+  ASSERT_TRUE(loop.RunUntil(
+      [&] {
+        for (auto& s : streams) {
+          if (!s->reply_fin) return false;
+        }
+        return true;
+      },
+      "budgeted transfers"));
+  for (auto& s : streams) ExpectDigestReply(s, kSize);
+  EXPECT_EQ(server.DigestOrder(), expected);
+}
+
 // Stream::SetSendOrder: under contention, a lower send order goes first. The connection
 // window (256 KiB, not auto-tuned) is the bottleneck and every stream window exceeds the data,
 // so the sender always has credit for whichever stream it picks: the order in which streams
