@@ -306,7 +306,10 @@ struct Producer {
   ServerThread* srv;
   std::shared_ptr<Track> track;
   uint64_t groups, per_group;
-  Bytes payload;
+  // One immutable buffer per Object ID of a group (byte 0 = the ID), made before the clock:
+  // the producer publishes objects it already holds (Track::AppendObject(shared_ptr), no copy),
+  // so the run measures MOQT and QUIC, not payload generation (the raw run does not generate).
+  std::vector<std::shared_ptr<const Bytes>> payloads;
   uint64_t g = 0, o = 0;
   size_t batch;
   Flow* flow;
@@ -319,9 +322,8 @@ struct Producer {
         if (!(flow->Resumable() && flow->paused.exchange(false))) return;
       }
       if (o == 0) (void)track->StartGroup(g);
-      payload[0] = static_cast<uint8_t>(o);
-      (void)track->AppendObject(payload);
-      flow->produced.fetch_add(payload.size());
+      (void)track->AppendObject(payloads[o]);
+      flow->produced.fetch_add(payloads[o]->size());
       if (++o == per_group) {
         (void)track->EndGroup();
         o = 0;
@@ -335,6 +337,16 @@ struct Producer {
     asio::post(srv->io, [this] { Step(); });
   }
 };
+
+std::vector<std::shared_ptr<const Bytes>> MakePayloads(size_t size, uint64_t n) {
+  std::vector<std::shared_ptr<const Bytes>> v;
+  for (uint64_t i = 0; i < n; ++i) {
+    Bytes b(size, 0xa5);
+    b[0] = static_cast<uint8_t>(i);
+    v.push_back(std::make_shared<const Bytes>(std::move(b)));
+  }
+  return v;
+}
 
 Run RunMoqt(ServerThread& srv, const std::string& cert, const std::string& key, size_t size,
             uint64_t groups, uint64_t per_group, const std::string& name) {
@@ -379,7 +391,7 @@ Run RunMoqt(ServerThread& srv, const std::string& cert, const std::string& key, 
                 track,
                 groups,
                 per_group,
-                Bytes(size, 0xa5),
+                MakePayloads(size, per_group),
                 0,
                 0,
                 std::max<size_t>(1, (512 << 10) / size),

@@ -44,6 +44,11 @@ Result<Location> Track::AppendObject(ByteSpan payload, Properties properties) {
                       std::move(properties));
 }
 
+Result<Location> Track::AppendObject(Bytes&& payload, Properties properties) {
+  if (!open_group_) return TrackErr(TrackError::kNoOpenGroup, "no open group");
+  return AppendObject(std::make_shared<const Bytes>(std::move(payload)), std::move(properties));
+}
+
 Result<Location> Track::AppendObject(std::shared_ptr<const Bytes> payload, Properties properties) {
   if (!open_group_) return TrackErr(TrackError::kNoOpenGroup, "no open group");
   if (!payload) payload = std::make_shared<const Bytes>();

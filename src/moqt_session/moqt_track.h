@@ -96,6 +96,8 @@ class Track {
   // The same without copying: the Track keeps `payload` (REQUIRES non-null) as the object's
   // bytes. For producers that already hold each object in its own buffer.
   Result<Location> AppendObject(std::shared_ptr<const Bytes> payload, Properties properties = {});
+  // The same, taking the producer's buffer by move (no copy of the bytes).
+  Result<Location> AppendObject(Bytes&& payload, Properties properties = {});
   // Appends End of Group to the open group and closes it.
   Status EndGroup();
   // Ends the open group (if any) and appends End of Track at {last group + 1, 0}.

@@ -9,6 +9,23 @@ namespace {
 
 Bytes B(std::string_view s) { return Bytes(s.begin(), s.end()); }
 
+TEST(TrackTest, AppendObjectByMoveOrSharedKeepsTheProducersBuffer) {
+  Track t({{"ns"}, "t"}, {});
+  ASSERT_TRUE(t.StartGroup(0).ok());
+  Bytes moved = B("moved payload");
+  const uint8_t* moved_data = moved.data();
+  ASSERT_TRUE(t.AppendObject(std::move(moved)).ok());
+  auto shared = std::make_shared<const Bytes>(B("shared payload"));
+  ASSERT_TRUE(t.AppendObject(shared).ok());
+  Bytes copied = B("copied");
+  ASSERT_TRUE(t.AppendObject(ByteSpan(copied)).ok());
+  EXPECT_EQ(t.Find({0, 0})->payload->data(), moved_data);  // no copy
+  EXPECT_EQ(*t.Find({0, 0})->payload, B("moved payload"));
+  EXPECT_EQ(t.Find({0, 1})->payload, shared);  // the same buffer, shared
+  EXPECT_NE(t.Find({0, 2})->payload->data(), copied.data());
+  EXPECT_EQ(*t.Find({0, 2})->payload, copied);
+}
+
 TEST(TrackTest, GroupByGroupWithEndOfGroupAndEndOfTrack) {
   Track t({{"ns"}, "t"}, {});
   EXPECT_TRUE(t.AppendObject(B("x")).status().Is(TrackError::kNoOpenGroup));
