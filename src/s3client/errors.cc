@@ -100,6 +100,10 @@ Code StatusCodeFor(ClientError e) {
     case ClientError::kEntityTooLarge:
     case ClientError::kMetadataTooLarge:
       return Code::kResourceExhausted;
+    case ClientError::kTlsCertificate:
+      return Code::kPermissionDenied;
+    case ClientError::kTlsHandshake:
+      return Code::kIoError;
     default:
       return Code::kInvalidArgument;
   }

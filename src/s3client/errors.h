@@ -53,6 +53,9 @@ enum class ClientError {
   kMetadataTooLarge,
   kInvalidArgument,
   kOtherClientError,  // any other 4xx
+  // TLS (https endpoints; never retried: the same server presents the same certificate).
+  kTlsCertificate,  // the server's certificate chain or name failed verification
+  kTlsHandshake,    // the TLS handshake failed for another reason (version, cipher, not TLS)
 };
 
 // Maps an S3 <Code> (and the HTTP status, for bodiless HEAD errors) to a ClientError.

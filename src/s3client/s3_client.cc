@@ -2,14 +2,18 @@
 
 #include "s3client/s3_client.h"
 
+#include <arpa/inet.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <openssl/evp.h>
+#include <openssl/ssl.h>
+#include <openssl/x509_vfy.h>
 #include <sys/socket.h>
 
 #include <algorithm>
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
+#include <boost/beast/ssl.hpp>
 #include <charconv>
 #include <chrono>
 #include <condition_variable>
@@ -98,34 +102,141 @@ ClientError FromAsio(const ErrorCode& ec) {
   return ClientError::kConnectionLost;
 }
 
+bool IsIpLiteral(const std::string& host) {
+  unsigned char buf[sizeof(in6_addr)];
+  return ::inet_pton(AF_INET, host.c_str(), buf) == 1 ||
+         ::inet_pton(AF_INET6, host.c_str(), buf) == 1;
+}
+
+// The TLS client context every https connection of one client shares (configured once in
+// S3Client::Create, read-only afterwards, so concurrent handshakes may use it).
+Result<std::unique_ptr<net::ssl::context>> MakeTlsContext(const ClientOptions& o) {
+  auto ctx = std::make_unique<net::ssl::context>(net::ssl::context::tls_client);
+  ErrorCode ec;
+  ctx->set_options(net::ssl::context::default_workarounds | net::ssl::context::no_sslv2 |
+                       net::ssl::context::no_sslv3 | net::ssl::context::no_tlsv1 |
+                       net::ssl::context::no_tlsv1_1 | net::ssl::context::no_compression,
+                   ec);
+  if (ec || SSL_CTX_set_min_proto_version(ctx->native_handle(), TLS1_2_VERSION) != 1) {
+    return Status(Code::kInternal, "TLS: cannot require TLS 1.2 or later");
+  }
+  if (o.insecure) {
+    ctx->set_verify_mode(net::ssl::verify_none);
+    return ctx;
+  }
+  ctx->set_verify_mode(net::ssl::verify_peer);
+  if (!o.ca_file.empty()) {
+    ctx->load_verify_file(o.ca_file, ec);
+    if (ec) {
+      return InvalidArgument("S3 ca_file '" + o.ca_file +
+                             "' is not a readable PEM certificate file: " + ec.message());
+    }
+  } else {
+    ctx->set_default_verify_paths(ec);
+    if (ec)
+      return Status(Code::kUnavailable, "TLS: cannot load the system trust store: " + ec.message());
+  }
+  return ctx;
+}
+
+// What a failed TLS handshake says: a typed kTlsCertificate naming the verification failure and
+// the way out when the certificate was refused (only when verifying: OpenSSL records a verify
+// result even with verification off), kTlsHandshake when TLS itself failed (version, cipher, a
+// peer that does not speak TLS), and a retried kConnect/kTimeout when the connection broke
+// (including an EOF mid-handshake, a server going down).
+Status HandshakeError(const ErrorCode& ec, SSL* ssl, const std::string& host, bool verify,
+                      bool custom_ca) {
+  if (ec == beast::error::timeout)
+    return ClientStatus(ClientError::kTimeout, "TLS handshake: timed out");
+  const long result = SSL_get_verify_result(ssl);
+  if (verify && result != X509_V_OK) {
+    return ClientStatus(
+        ClientError::kTlsCertificate,
+        "TLS certificate verification failed for '" + host +
+            "': " + X509_verify_cert_error_string(result) +
+            (custom_ca ? " (checked against ca_file)"
+                       : " (checked against the system trust store)") +
+            "; pass ca_file with the CA that signed the server's certificate (or the self-signed "
+            "certificate itself), connect by a name the certificate lists, or, for development "
+            "only, set insecure");
+  }
+  if (ec.category() == net::error::get_ssl_category()) {
+    return ClientStatus(ClientError::kTlsHandshake,
+                        "TLS handshake with '" + host + "' failed: " + ec.message() +
+                            " (is the endpoint really https, and does it speak TLS 1.2+?)");
+  }
+  if (ec == net::ssl::error::stream_truncated) {
+    return ClientStatus(ClientError::kConnect,
+                        "TLS handshake with '" + host +
+                            "': the server closed the connection (is the endpoint really https?)");
+  }
+  return ClientStatus(ClientError::kConnect, "TLS handshake with '" + host + "': " + ec.message());
+}
+
 // One keep-alive socket with its own io_context: each blocking call runs the io_context until
-// the single operation it started completes or the socket's expiry fires.
+// the single operation it started completes or the socket's expiry fires. With `tls`, the
+// socket carries a TLS session (handshake in Connect).
 class Connection {
  public:
-  Connection() : stream_(ioc_) {}
+  explicit Connection(net::ssl::context* tls) : stream_(ioc_) {
+    if (tls != nullptr) tls_.emplace(ioc_, *tls);
+  }
 
-  Status Connect(const tcp::resolver::results_type& endpoints, Clock::time_point deadline) {
-    ErrorCode ec = Run(deadline, [&](auto handler) { stream_.async_connect(endpoints, handler); });
+  Status Connect(const tcp::resolver::results_type& endpoints, const std::string& host, bool verify,
+                 bool custom_ca, Clock::time_point deadline) {
+    ErrorCode ec = Run(deadline, [&](auto handler) { tcp().async_connect(endpoints, handler); });
     if (ec) {
       return ClientStatus(
           ec == beast::error::timeout ? ClientError::kTimeout : ClientError::kConnect,
           "connect: " + ec.message());
     }
-    stream_.socket().set_option(tcp::no_delay(true), ec);
+    tcp().socket().set_option(tcp::no_delay(true), ec);
+    if (!tls_) return Status::Ok();
+    SSL* ssl = tls_->native_handle();
+    const bool ip = IsIpLiteral(host);
+    // SNI carries names only (RFC 6066 §3).
+    if (!ip && SSL_set_tlsext_host_name(ssl, host.c_str()) != 1) {
+      return ClientStatus(ClientError::kTlsHandshake, "TLS: cannot set SNI '" + host + "'");
+    }
+    if (verify) {
+      // OpenSSL checks the name (SAN dNSName, wildcards in the leftmost label only) or the
+      // address (SAN iPAddress) during the handshake; a mismatch fails it.
+      int ok = ip ? X509_VERIFY_PARAM_set1_ip_asc(SSL_get0_param(ssl), host.c_str())
+                  : SSL_set1_host(ssl, host.c_str());
+      if (ok != 1) {
+        return ClientStatus(ClientError::kTlsHandshake, "TLS: cannot verify host '" + host + "'");
+      }
+      SSL_set_hostflags(ssl, X509_CHECK_FLAG_NO_PARTIAL_WILDCARDS);
+    }
+    ec = Run(deadline,
+             [&](auto handler) { tls_->async_handshake(net::ssl::stream_base::client, handler); });
+    if (ec) return HandshakeError(ec, ssl, host, verify, custom_ca);
     return Status::Ok();
   }
 
   // Sends `req` and reads one response. On any error the connection must be discarded.
   Status Exchange(http::request<http::buffer_body>& req, bool head, size_t body_limit,
                   Clock::time_point deadline, Response* out) {
-    ErrorCode ec = Run(deadline, [&](auto handler) { http::async_write(stream_, req, handler); });
+    if (tls_) return ExchangeOn(*tls_, req, head, body_limit, deadline, out);
+    return ExchangeOn(stream_, req, head, body_limit, deadline, out);
+  }
+
+  bool reusable() const { return reusable_; }
+
+ private:
+  beast::tcp_stream& tcp() { return tls_ ? beast::get_lowest_layer(*tls_) : stream_; }
+
+  template <typename Stream>
+  Status ExchangeOn(Stream& stream, http::request<http::buffer_body>& req, bool head,
+                    size_t body_limit, Clock::time_point deadline, Response* out) {
+    ErrorCode ec = Run(deadline, [&](auto handler) { http::async_write(stream, req, handler); });
     if (ec) return ClientStatus(FromAsio(ec), "send: " + ec.message());
     QuickAck();
     http::response_parser<http::vector_body<uint8_t>> parser;
     parser.header_limit(static_cast<uint32_t>(kMaxResponseHeaderBytes));
     parser.body_limit(body_limit);
     if (head) parser.skip(true);
-    ec = Run(deadline, [&](auto handler) { http::async_read(stream_, buffer_, parser, handler); });
+    ec = Run(deadline, [&](auto handler) { http::async_read(stream, buffer_, parser, handler); });
     if (ec) return ClientStatus(FromAsio(ec), "receive: " + ec.message());
     auto msg = parser.release();
     out->status = msg.result_int();
@@ -140,9 +251,6 @@ class Connection {
     return Status::Ok();
   }
 
-  bool reusable() const { return reusable_; }
-
- private:
   // Acknowledge the response's first segment at once instead of after the delayed-ACK timer
   // (40 ms on Linux). Servers that write the header block and a small body separately with
   // Nagle on (radosgw's beast frontend does) hold the body until that ACK: measured on radosgw
@@ -151,7 +259,7 @@ class Connection {
   void QuickAck() {
 #ifdef TCP_QUICKACK
     int one = 1;
-    (void)::setsockopt(stream_.socket().native_handle(), IPPROTO_TCP, TCP_QUICKACK, &one,
+    (void)::setsockopt(tcp().socket().native_handle(), IPPROTO_TCP, TCP_QUICKACK, &one,
                        sizeof(one));
 #endif
   }
@@ -159,7 +267,7 @@ class Connection {
   template <typename Start>
   ErrorCode Run(Clock::time_point deadline, Start start) {
     ErrorCode result = net::error::would_block;
-    stream_.expires_at(deadline);
+    tcp().expires_at(deadline);
     start([&result](ErrorCode ec, auto&&...) { result = ec; });
     ioc_.restart();
     ioc_.run();
@@ -167,7 +275,8 @@ class Connection {
   }
 
   net::io_context ioc_{1};
-  beast::tcp_stream stream_;
+  beast::tcp_stream stream_;  // plain http; unused (never opened) with TLS
+  std::optional<beast::ssl_stream<beast::tcp_stream>> tls_;
   beast::flat_buffer buffer_;
   bool reusable_ = false;
 };
@@ -208,19 +317,23 @@ ObjectHead HeadFromResponse(const Response& r) {
 
 Result<Endpoint> ParseEndpoint(std::string_view url) {
   constexpr std::string_view kHttp = "http://";
-  if (url.substr(0, 8) == "https://") {
-    return Status(Code::kUnsupported, "https endpoints are not supported yet; use http://");
+  constexpr std::string_view kHttps = "https://";
+  Endpoint ep;
+  std::string_view rest;
+  if (url.substr(0, kHttp.size()) == kHttp) {
+    rest = url.substr(kHttp.size());
+  } else if (url.substr(0, kHttps.size()) == kHttps) {
+    rest = url.substr(kHttps.size());
+    ep.tls = true;
+    ep.port = 443;
+  } else {
+    return InvalidArgument("S3 endpoint must look like http[s]://host[:port], got '" +
+                           std::string(url) + "'");
   }
-  if (url.substr(0, kHttp.size()) != kHttp) {
-    return InvalidArgument("S3 endpoint must look like http://host:port, got '" + std::string(url) +
-                           "'");
-  }
-  std::string_view rest = url.substr(kHttp.size());
   while (!rest.empty() && rest.back() == '/') rest.remove_suffix(1);
   if (rest.empty() || rest.find('/') != std::string_view::npos) {
-    return InvalidArgument("S3 endpoint must be http://host[:port] without a path");
+    return InvalidArgument("S3 endpoint must be http[s]://host[:port] without a path");
   }
-  Endpoint ep;
   size_t colon = rest.rfind(':');
   if (!rest.empty() && rest.front() == '[') {  // [v6]:port
     size_t close = rest.find(']');
@@ -246,6 +359,7 @@ struct S3Client::Impl {
   Endpoint endpoint;
   std::string host_header;
   tcp::resolver::results_type endpoints;
+  std::unique_ptr<net::ssl::context> tls;  // https endpoints only
 
   // Connection pool.
   std::mutex pool_mu;
@@ -300,8 +414,9 @@ struct S3Client::Impl {
       }
       ++open_connections;
     }
-    auto c = std::make_unique<Connection>();
-    Status s = c->Connect(endpoints, deadline);
+    auto c = std::make_unique<Connection>(tls.get());
+    Status s =
+        c->Connect(endpoints, endpoint.host, !options.insecure, !options.ca_file.empty(), deadline);
     if (!s.ok()) {
       Discard(nullptr);
       return s;
@@ -509,8 +624,12 @@ Result<std::unique_ptr<S3Client>> S3Client::Create(ClientOptions options) {
   }
   auto impl = std::make_unique<Impl>();
   impl->endpoint = ep;
+  if (ep.tls) {
+    KVCS_ASSIGN_OR_RETURN(impl->tls, MakeTlsContext(options));
+  }
+  const uint16_t default_port = ep.tls ? 443 : 80;
   impl->host_header = (ep.host.find(':') != std::string::npos ? "[" + ep.host + "]" : ep.host) +
-                      (ep.port == 80 ? "" : ":" + std::to_string(ep.port));
+                      (ep.port == default_port ? "" : ":" + std::to_string(ep.port));
   {
     net::io_context ioc;
     tcp::resolver resolver(ioc);

@@ -9,7 +9,10 @@
 //
 // Connections: a keep-alive pool (at most options.max_connections sockets; callers beyond that
 // wait for one to be returned). Each connection owns its io_context, so a blocking call drives
-// exactly one socket and timeouts are socket expiries (no extra timer threads).
+// exactly one socket and timeouts are socket expiries (no extra timer threads). https endpoints
+// use TLS 1.2+ (OpenSSL) with SNI, and verify the server's certificate chain (system trust store,
+// or options.ca_file) and its name or address, unless options.insecure; a TLS connection is
+// pooled like a plain one (one handshake per pooled socket).
 //
 // Failures (docs/protocols/s3-backend.md "Retry policy"): connection errors, timeouts, 5xx and
 // S3's SlowDown/RequestTimeout are retried with exponential backoff and jitter, at most
@@ -63,13 +66,20 @@ inline constexpr int kMaxListPage = 1000;
 struct Endpoint {
   std::string host;  // name or address, without brackets
   uint16_t port = 80;
+  bool tls = false;  // https
 };
-// "http://host[:port]" (a trailing '/' is allowed). https is refused (kUnsupported): the backend
-// is reached over a trusted network; TLS is future work.
+// "http://host[:port]" (port 80 by default) or "https://host[:port]" (port 443 by default); a
+// trailing '/' is allowed, a path is not. IPv6 addresses go in brackets.
 Result<Endpoint> ParseEndpoint(std::string_view url);
 
 struct ClientOptions {
-  std::string endpoint;  // "http://127.0.0.1:8000"
+  std::string endpoint;  // "http://127.0.0.1:8000" or "https://s3.example.com"
+  // https only. PEM file of the CA certificate(s) to trust instead of the system trust store
+  // (a private CA, or a self-signed server certificate itself). Empty: the system store.
+  std::string ca_file;
+  // https only. DEVELOPMENT ONLY: skip certificate and name verification (anyone on the path
+  // can read and alter the traffic, including the signed requests' payloads). Never the default.
+  bool insecure = false;
   Credentials credentials;
   RetryPolicy retry;
   int max_connections = 64;  // clamped to [1, kMaxConnections]

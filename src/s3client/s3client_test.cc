@@ -5,9 +5,18 @@
 
 #include <gtest/gtest.h>
 
+#include <openssl/evp.h>
+#include <openssl/pem.h>
+#include <openssl/x509.h>
+#include <openssl/x509v3.h>
+#include <unistd.h>
+
 #include <atomic>
+#include <filesystem>
+#include <fstream>
 #include <thread>
 
+#include "s3/server.h"
 #include "s3/sigv4.h"
 #include "s3client/errors.h"
 #include "s3client/http_headers.h"
@@ -15,6 +24,7 @@
 #include "s3client/signer.h"
 #include "s3client/store_factory.h"
 #include "s3client/xml_responses.h"
+#include "store/local_store.h"
 
 namespace kvcs::s3client {
 namespace {
@@ -67,9 +77,20 @@ TEST(Endpoint, Parse) {
   auto c = ParseEndpoint("http://[::1]:9000");
   ASSERT_TRUE(c.ok());
   EXPECT_EQ(c->host, "::1");
-  EXPECT_EQ(ParseEndpoint("https://s3.amazonaws.com").status().code(), Code::kUnsupported);
-  for (const char* bad : {"", "127.0.0.1:80", "http://", "http://h:0", "http://h:70000",
-                          "http://h:12x", "http://h/path"}) {
+  EXPECT_FALSE(c->tls);
+  auto d = ParseEndpoint("https://s3.amazonaws.com");
+  ASSERT_TRUE(d.ok());
+  EXPECT_EQ(d->host, "s3.amazonaws.com");
+  EXPECT_EQ(d->port, 443);
+  EXPECT_TRUE(d->tls);
+  auto e = ParseEndpoint("https://[::1]:9443/");
+  ASSERT_TRUE(e.ok());
+  EXPECT_EQ(e->host, "::1");
+  EXPECT_EQ(e->port, 9443);
+  EXPECT_TRUE(e->tls);
+  for (const char* bad :
+       {"", "127.0.0.1:80", "http://", "http://h:0", "http://h:70000", "http://h:12x",
+        "http://h/path", "https://", "https://h/p", "ftp://h", "HTTPS://h", "https:/h"}) {
     EXPECT_FALSE(ParseEndpoint(bad).ok()) << bad;
   }
 }
@@ -433,11 +454,313 @@ TEST(StoreFactory, ParsesStrictConfig) {
     BackendConfig d;
     EXPECT_FALSE(ParseBackendConfig(bad, &d).ok()) << bad;
   }
+  BackendConfig tls;
+  ASSERT_TRUE(ParseBackendConfig(R"({"backend":"s3","endpoint":"https://s3.test",
+      "access_key":"ak","secret_key":"sk","ca_file":"/etc/ca.pem"})",
+                                 &tls)
+                  .ok());
+  EXPECT_EQ(tls.s3.client.ca_file, "/etc/ca.pem");
+  EXPECT_FALSE(tls.s3.client.insecure);
+  EXPECT_TRUE(FinishBackendConfig(&tls).ok());
+  BackendConfig dev;
+  ASSERT_TRUE(ParseBackendConfig(R"({"backend":"s3","endpoint":"https://s3.test",
+      "access_key":"ak","secret_key":"sk","insecure":true})",
+                                 &dev)
+                  .ok());
+  EXPECT_TRUE(dev.s3.client.insecure);
+  EXPECT_TRUE(FinishBackendConfig(&dev).ok());
+  for (const char* bad : {R"({"insecure":"yes"})", R"({"insecure":1})", R"({"ca_file":3})"}) {
+    BackendConfig d;
+    EXPECT_FALSE(ParseBackendConfig(bad, &d).ok()) << bad;
+  }
+  for (
+      const char* contradictory :
+      {R"({"backend":"s3","endpoint":"http://h","access_key":"a","secret_key":"s","insecure":true})",
+       R"({"backend":"s3","endpoint":"http://h","access_key":"a","secret_key":"s","ca_file":"c"})",
+       R"({"backend":"s3","endpoint":"https://h","access_key":"a","secret_key":"s","ca_file":"c",
+            "insecure":true})"}) {
+    BackendConfig d;
+    ASSERT_TRUE(ParseBackendConfig(contradictory, &d).ok()) << contradictory;
+    EXPECT_FALSE(FinishBackendConfig(&d).ok()) << contradictory;
+  }
   BackendConfig no_endpoint;
   no_endpoint.backend = "s3";
   EXPECT_FALSE(FinishBackendConfig(&no_endpoint).ok());
   BackendConfig local;
   EXPECT_TRUE(FinishBackendConfig(&local).ok());  // local needs nothing
+}
+
+}  // namespace
+}  // namespace kvcs::s3client
+
+// HTTPS against the in-process kvcs S3 server (src/s3) with a self-signed certificate made here.
+namespace kvcs::s3client {
+namespace {
+
+// A self-signed ECDSA P-256 certificate (PEM) for subjectAltName DNS:kvcs-s3.test and
+// IP:127.0.0.1, and its key, made with OpenSSL's APIs.
+struct PemPair {
+  std::string cert;
+  std::string key;
+};
+
+std::string BioString(BIO* bio) {
+  char* data = nullptr;
+  long n = BIO_get_mem_data(bio, &data);
+  return std::string(data, static_cast<size_t>(n));
+}
+
+PemPair MakeSelfSignedCert() {
+  PemPair out;
+  EVP_PKEY* key = EVP_EC_gen("P-256");
+  X509* x = X509_new();
+  BIO* cert_bio = BIO_new(BIO_s_mem());
+  BIO* key_bio = BIO_new(BIO_s_mem());
+  bool ok = key != nullptr && x != nullptr && cert_bio != nullptr && key_bio != nullptr;
+  ok = ok && X509_set_version(x, 2) == 1 && ASN1_INTEGER_set(X509_get_serialNumber(x), 7) == 1 &&
+       X509_gmtime_adj(X509_getm_notBefore(x), -3600) != nullptr &&
+       X509_gmtime_adj(X509_getm_notAfter(x), 7 * 86400) != nullptr && X509_set_pubkey(x, key) == 1;
+  X509_NAME* name = ok ? X509_get_subject_name(x) : nullptr;
+  ok = ok &&
+       X509_NAME_add_entry_by_txt(name, "CN", MBSTRING_ASC,
+                                  reinterpret_cast<const unsigned char*>("kvcs-s3.test"), -1, -1,
+                                  0) == 1 &&
+       X509_set_issuer_name(x, name) == 1;
+  if (ok) {
+    X509V3_CTX ctx;
+    X509V3_set_ctx_nodb(&ctx);
+    X509V3_set_ctx(&ctx, x, x, nullptr, nullptr, 0);
+    const std::pair<int, const char*> exts[] = {
+        {NID_subject_alt_name, "DNS:kvcs-s3.test,IP:127.0.0.1"},
+        {NID_basic_constraints, "critical,CA:TRUE"},
+        {NID_key_usage, "critical,digitalSignature,keyCertSign"}};
+    for (const auto& [nid, value] : exts) {
+      X509_EXTENSION* e = X509V3_EXT_conf_nid(nullptr, &ctx, nid, value);
+      ok = ok && e != nullptr && X509_add_ext(x, e, -1) == 1;
+      X509_EXTENSION_free(e);
+    }
+  }
+  ok = ok && X509_sign(x, key, EVP_sha256()) > 0 && PEM_write_bio_X509(cert_bio, x) == 1 &&
+       PEM_write_bio_PrivateKey(key_bio, key, nullptr, nullptr, 0, nullptr, nullptr) == 1;
+  if (ok) {
+    out.cert = BioString(cert_bio);
+    out.key = BioString(key_bio);
+  }
+  BIO_free(cert_bio);
+  BIO_free(key_bio);
+  X509_free(x);
+  EVP_PKEY_free(key);
+  return out;
+}
+
+void WriteFile(const std::filesystem::path& p, const std::string& text) {
+  std::ofstream f(p, std::ios::binary);
+  f << text;
+}
+
+// An S3 server on 127.0.0.1 (port 0) over a LocalStore in a fresh directory; with `tls`, it
+// serves https with a new self-signed certificate whose PEM is at ca_file().
+class LiveServer {
+ public:
+  explicit LiveServer(bool tls) {
+    static std::atomic<int> seq{0};
+    root_ = std::filesystem::temp_directory_path() /
+            ("kvcs-s3client-tls-" + std::to_string(::getpid()) + "-" + std::to_string(seq++));
+    std::filesystem::remove_all(root_);
+    std::filesystem::create_directories(root_);
+    store_ = std::move(
+        *store::LocalStore::Open((root_ / "store").string(), {.read_threads = 2, .sync = false}));
+    s3::ServerConfig cfg;
+    cfg.port = 0;
+    cfg.io_threads = 2;
+    cfg.secrets["AKID"] = "secret";
+    if (tls) {
+      PemPair pem = MakeSelfSignedCert();
+      EXPECT_FALSE(pem.cert.empty());
+      WriteFile(root_ / "cert.pem", pem.cert);
+      WriteFile(root_ / "key.pem", pem.key);
+      cfg.tls_cert_file = (root_ / "cert.pem").string();
+      cfg.tls_key_file = (root_ / "key.pem").string();
+    }
+    server_ = std::make_unique<s3::Server>(cfg, *store_);
+    Status s = server_->Start();
+    EXPECT_TRUE(s.ok()) << s.ToString();
+    thread_ = std::thread([this] { server_->Run(false); });
+  }
+  ~LiveServer() {
+    server_->Stop();
+    thread_.join();
+    server_.reset();
+    store_.reset();
+    std::filesystem::remove_all(root_);
+  }
+  uint16_t port() const { return server_->port(); }
+  std::string ca_file() const { return (root_ / "cert.pem").string(); }
+  std::string root() const { return root_.string(); }
+
+ private:
+  std::filesystem::path root_;
+  std::unique_ptr<store::LocalStore> store_;
+  std::unique_ptr<s3::Server> server_;
+  std::thread thread_;
+};
+
+// Options for the server at `scheme_host` (e.g. "https://127.0.0.1") and srv's port.
+ClientOptions LiveOptions(const LiveServer& srv, const std::string& scheme_host) {
+  ClientOptions o;
+  o.endpoint = scheme_host + ":" + std::to_string(srv.port());
+  o.credentials = {"AKID", "secret", "us-east-1"};
+  o.retry.max_attempts = 3;
+  o.retry.base_backoff = std::chrono::milliseconds(1);
+  o.retry.max_backoff = std::chrono::milliseconds(4);
+  o.retry.attempt_timeout = std::chrono::milliseconds(5000);
+  o.retry.total_deadline = std::chrono::milliseconds(10000);
+  return o;
+}
+
+// PUT, GET, HEAD, range GET and list on one client; bytes compared. Sequential requests reuse
+// one pooled connection; then a ParallelGet opens more.
+void RoundTrip(const ClientOptions& o) {
+  auto created = S3Client::Create(o);
+  ASSERT_TRUE(created.ok()) << created.status().ToString();
+  S3Client& c = **created;
+  ASSERT_TRUE(c.CreateBucket("tls").ok());
+  Bytes data(100000);
+  for (size_t i = 0; i < data.size(); ++i) data[i] = static_cast<uint8_t>(i * 131 + (i >> 9));
+  auto etag = c.PutObject("tls", "dir/obj", data, {});
+  ASSERT_TRUE(etag.ok()) << etag.status().ToString();
+  auto got = c.GetObject("tls", "dir/obj", 1 << 20);
+  ASSERT_TRUE(got.ok()) << got.status().ToString();
+  EXPECT_EQ(*got, data);
+  auto head = c.HeadObject("tls", "dir/obj");
+  ASSERT_TRUE(head.ok()) << head.status().ToString();
+  EXPECT_EQ(head->size, data.size());
+  EXPECT_EQ(head->etag, *etag);
+  Bytes part(5000);
+  auto n = c.GetRange("tls", "dir/obj", 1234, part, *etag);
+  ASSERT_TRUE(n.ok()) << n.status().ToString();
+  ASSERT_EQ(*n, part.size());
+  EXPECT_TRUE(std::equal(part.begin(), part.end(), data.begin() + 1234));
+  auto list = c.ListObjectsV2("tls", "dir/", "", "", "", 100);
+  ASSERT_TRUE(list.ok()) << list.status().ToString();
+  ASSERT_EQ(list->objects.size(), 1u);
+  EXPECT_EQ(list->objects[0].key, "dir/obj");
+  EXPECT_EQ(list->objects[0].size, data.size());
+  EXPECT_EQ(c.stats().connections, 1u);
+  // Ten concurrent range GETs of 10,000 bytes each cover the object.
+  Bytes parallel(data.size());
+  std::vector<RangeGet> ranges(10);
+  for (size_t i = 0; i < ranges.size(); ++i) {
+    ranges[i].bucket = "tls";
+    ranges[i].key = "dir/obj";
+    ranges[i].offset = i * 10000;
+    ranges[i].out = std::span<uint8_t>(parallel).subspan(i * 10000, 10000);
+  }
+  c.ParallelGet(ranges);
+  for (const auto& r : ranges) ASSERT_TRUE(r.result.ok()) << r.result.status().ToString();
+  EXPECT_EQ(parallel, data);
+  EXPECT_EQ(c.stats().retries, 0u);
+}
+
+// HEAD bucket with a fresh client for `o` must fail with `want` after `attempts` attempts;
+// returns the status (the client is gone, its sockets closed).
+Status FailsWith(const ClientOptions& o, ClientError want, uint64_t attempts) {
+  auto c = S3Client::Create(o);
+  EXPECT_TRUE(c.ok()) << c.status().ToString();
+  if (!c.ok()) return c.status();
+  Status s = (*c)->HeadBucket("tls");
+  EXPECT_TRUE(s.Is(want)) << s.ToString();
+  EXPECT_EQ((*c)->stats().attempts, attempts);
+  return s;
+}
+
+TEST(Https, RoundTripWithCaFile) {
+  LiveServer srv(true);
+  ClientOptions o = LiveOptions(srv, "https://127.0.0.1");
+  o.ca_file = srv.ca_file();
+  RoundTrip(o);
+}
+
+// The self-signed certificate is not in the system store: a typed, non-retried certificate
+// error that says what to do.
+TEST(Https, SystemTrustStoreRefusesSelfSigned) {
+  LiveServer srv(true);
+  Status s = FailsWith(LiveOptions(srv, "https://127.0.0.1"), ClientError::kTlsCertificate, 1);
+  EXPECT_EQ(s.code(), Code::kPermissionDenied);
+  for (const char* part : {"certificate verification failed", "self-signed", "system trust store",
+                           "ca_file", "insecure"}) {
+    EXPECT_NE(s.message().find(part), std::string::npos) << part << " in " << s.message();
+  }
+}
+
+// Trusted certificate, wrong name: "localhost" is not among its names.
+TEST(Https, WrongHostnameIsRefused) {
+  LiveServer srv(true);
+  ClientOptions o = LiveOptions(srv, "https://localhost");
+  o.ca_file = srv.ca_file();
+  Status s = FailsWith(o, ClientError::kTlsCertificate, 1);
+  EXPECT_NE(s.message().find("hostname mismatch"), std::string::npos) << s.message();
+  EXPECT_NE(s.message().find("'localhost'"), std::string::npos) << s.message();
+}
+
+// Development mode: no verification at all (untrusted certificate, wrong name).
+TEST(Https, InsecureSkipsVerification) {
+  LiveServer srv(true);
+  ClientOptions o = LiveOptions(srv, "https://localhost");
+  o.insecure = true;
+  RoundTrip(o);
+}
+
+TEST(Https, PlainHttpStillWorks) {
+  LiveServer srv(false);
+  RoundTrip(LiveOptions(srv, "http://127.0.0.1"));
+}
+
+// https to a server that does not speak TLS (the kvcs server closes the connection on the
+// ClientHello): like any connection closed mid-handshake, retried, then a kConnect that says so.
+TEST(Https, PlainServerFailsTheHandshake) {
+  LiveServer srv(false);
+  ClientOptions o = LiveOptions(srv, "https://127.0.0.1");
+  o.insecure = true;
+  Status s = FailsWith(o, ClientError::kConnect, 3);
+  EXPECT_NE(s.message().find("TLS handshake"), std::string::npos) << s.message();
+  EXPECT_NE(s.message().find("really https"), std::string::npos) << s.message();
+}
+
+// A peer that answers the ClientHello with plain HTTP (what most HTTP servers do): a typed
+// kTlsHandshake, not retried.
+TEST(Https, HttpAnswerIsAHandshakeError) {
+  boost::asio::io_context ioc;
+  boost::asio::ip::tcp::acceptor acceptor(ioc, {boost::asio::ip::make_address("127.0.0.1"), 0});
+  const uint16_t port = acceptor.local_endpoint().port();
+  std::thread peer([&] {
+    boost::asio::ip::tcp::socket sock(ioc);
+    boost::system::error_code ec;
+    acceptor.accept(sock, ec);
+    if (ec) return;
+    const std::string answer = "HTTP/1.1 400 Bad Request\r\nContent-Length: 0\r\n\r\n";
+    boost::asio::write(sock, boost::asio::buffer(answer), ec);
+    char buf[512];
+    while (!ec) sock.read_some(boost::asio::buffer(buf), ec);  // until the client closes
+  });
+  ClientOptions o;
+  o.endpoint = "https://127.0.0.1:" + std::to_string(port);
+  o.credentials = {"AKID", "secret", "us-east-1"};
+  o.insecure = true;
+  Status s = FailsWith(o, ClientError::kTlsHandshake, 1);  // its socket is closed: the peer ends
+  EXPECT_NE(s.message().find("really https"), std::string::npos) << s.message();
+  peer.join();
+}
+
+TEST(Https, UnreadableCaFileFailsCreate) {
+  ClientOptions o;
+  o.endpoint = "https://127.0.0.1:1";
+  o.credentials = {"AKID", "secret", "us-east-1"};
+  o.ca_file = "/nonexistent/kvcs-ca.pem";
+  auto c = S3Client::Create(o);
+  ASSERT_FALSE(c.ok());
+  EXPECT_EQ(c.status().code(), Code::kInvalidArgument);
+  EXPECT_NE(c.status().message().find("ca_file"), std::string::npos);
 }
 
 }  // namespace

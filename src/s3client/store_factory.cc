@@ -43,6 +43,11 @@ Status ParseBackendConfig(std::string_view text, BackendConfig* c) {
       KVCS_RETURN_IF_ERROR(str("access_key", &c->s3.client.credentials.access_key));
     } else if (key == "secret_key") {
       KVCS_RETURN_IF_ERROR(str("secret_key", &c->s3.client.credentials.secret_key));
+    } else if (key == "ca_file") {
+      KVCS_RETURN_IF_ERROR(str("ca_file", &c->s3.client.ca_file));
+    } else if (key == "insecure") {
+      if (!value.is_boolean()) return InvalidArgument("backend config: insecure must be a boolean");
+      c->s3.client.insecure = value.get<bool>();
     } else if (key == "region") {
       KVCS_RETURN_IF_ERROR(str("region", &c->s3.client.credentials.region));
     } else if (key == "bucket_prefix") {
@@ -96,9 +101,15 @@ Status FinishBackendConfig(BackendConfig* c) {
     if (const char* v = std::getenv("KVCS_BACKEND_SECRET_KEY")) cred.secret_key = v;
   }
   if (c->s3.client.endpoint.empty()) {
-    return InvalidArgument("the s3 backend needs an endpoint (http://host:port)");
+    return InvalidArgument("the s3 backend needs an endpoint (http[s]://host:port)");
   }
-  KVCS_RETURN_IF_ERROR(ParseEndpoint(c->s3.client.endpoint).status());
+  KVCS_ASSIGN_OR_RETURN(Endpoint ep, ParseEndpoint(c->s3.client.endpoint));
+  if (!ep.tls && (c->s3.client.insecure || !c->s3.client.ca_file.empty())) {
+    return InvalidArgument("ca_file and insecure apply to https endpoints only");
+  }
+  if (c->s3.client.insecure && !c->s3.client.ca_file.empty()) {
+    return InvalidArgument("ca_file and insecure contradict each other; choose one");
+  }
   if (cred.access_key.empty() || cred.secret_key.empty()) {
     return InvalidArgument(
         "the s3 backend needs an access key and a secret key "

@@ -3,7 +3,9 @@
 //
 // Backend config file (JSON; every member optional except those marked):
 //   {"backend": "s3",                       // "local" (default) or "s3"
-//    "endpoint": "http://127.0.0.1:8000",   // s3: required
+//    "endpoint": "http://127.0.0.1:8000",   // s3: required; or https://host[:port]
+//    "ca_file": "/etc/kvcs/s3-ca.pem",      // https: trust this CA (PEM) instead of the system's
+//    "insecure": false,                     // https: DEVELOPMENT ONLY, no certificate checks
 //    "access_key": "...", "secret_key": "...", // s3: required (or the environment, see below)
 //    "region": "us-east-1", "bucket_prefix": "",
 //    "parallel_gets": 32, "max_connections": 64,
