@@ -323,7 +323,7 @@ int main(int argc, char** argv) {
     std::printf("  aggregated vs %d-parallel range GETs: %.2fx (wall), first layer %.2fx\n",
                 parallel, par.wall / agg.wall, par.ttfl / agg.ttfl);
     std::printf(
-        "  opening the %u blocks: one by one (Open, as objcache probes today) %.1f ms, "
+        "  opening the %u blocks: one by one (Open) %.1f ms, "
         "OpenMany %.1f ms: %.1fx\n",
         blocks, open_seq * 1e3, open_many * 1e3, open_seq / open_many);
     // Clean up the backend bucket.
