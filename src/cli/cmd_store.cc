@@ -38,6 +38,8 @@ struct StoreFlags {
   std::string backend = "local";
   std::string backend_config;
   std::string s3_endpoint, s3_access_key, s3_secret_key, s3_region, s3_bucket_prefix;
+  std::string s3_ca_file;    // https backend: trust this CA (PEM) instead of the system store
+  bool s3_insecure = false;  // https backend: DEVELOPMENT ONLY, no certificate checks
 };
 
 #ifdef KVCS_STORE_HAS_S3_BACKEND
@@ -56,6 +58,8 @@ std::unique_ptr<store::ObjectStore> OpenS3Backend(const StoreFlags& f, std::stri
   if (!f.s3_secret_key.empty()) c.s3.client.credentials.secret_key = f.s3_secret_key;
   if (!f.s3_region.empty()) c.s3.client.credentials.region = f.s3_region;
   if (!f.s3_bucket_prefix.empty()) c.s3.bucket_prefix = f.s3_bucket_prefix;
+  if (!f.s3_ca_file.empty()) c.s3.client.ca_file = f.s3_ca_file;
+  if (f.s3_insecure) c.s3.client.insecure = true;
   if (c.backend != "s3") return nullptr;
   c.s3.client.parallel_gets = std::max(c.s3.client.parallel_gets, 32);
   *error = s3client::FinishBackendConfig(&c);
@@ -218,7 +222,12 @@ RunFn Setup(CLI::App& app) {
       ->check(CLI::IsMember({"local", "s3"}));
   cmd->add_option("--backend-config", flags->backend_config,
                   "JSON backend config (docs/protocols/s3-backend.md); --s3-* flags override it");
-  cmd->add_option("--s3-endpoint", flags->s3_endpoint, "S3 backend endpoint, http://HOST:PORT");
+  cmd->add_option("--s3-endpoint", flags->s3_endpoint,
+                  "S3 backend endpoint, http://HOST:PORT or https://HOST[:PORT]");
+  cmd->add_option("--s3-ca-file", flags->s3_ca_file,
+                  "https backend: PEM CA bundle to verify it against (default: system store)");
+  cmd->add_flag("--s3-insecure", flags->s3_insecure,
+                "https backend: skip certificate checks (DEVELOPMENT ONLY)");
   cmd->add_option("--s3-access-key", flags->s3_access_key,
                   "S3 backend access key (default $KVCS_BACKEND_ACCESS_KEY)");
   cmd->add_option("--s3-secret-key", flags->s3_secret_key,

@@ -563,6 +563,20 @@ def test_moq_bad_input(d):
     check("cannot serve" in r.stderr, r.stderr)
 
 
+def test_store_s3_backend_tls_flags(d):
+    # --s3-ca-file / --s3-insecure only mean something for an https backend: refused on http.
+    common = ["store", "--root", f"{d}/root", "--listen", "127.0.0.1:0", "--backend", "s3",
+              "--s3-access-key", "AK", "--s3-secret-key", "SK"]
+    r = run(*common, "--s3-endpoint", "http://127.0.0.1:9", "--s3-insecure", ok=False)
+    check("https endpoints only" in r.stderr, r.stderr)
+    # An https backend whose CA file cannot be read fails before serving, saying which file.
+    r = run(*common, "--s3-endpoint", "https://127.0.0.1:9", "--s3-ca-file", f"{d}/missing.pem",
+            ok=False)
+    check("missing.pem" in r.stderr, r.stderr)
+    p = run("store", "--help")
+    check("--s3-ca-file" in p.stdout and "--s3-insecure" in p.stdout, p.stdout)
+
+
 def main():
     wanted = sys.argv[2:]
     tests = [(n, f) for n, f in globals().items() if n.startswith("test_") and callable(f)]
