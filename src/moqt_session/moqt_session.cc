@@ -2234,9 +2234,16 @@ Result<uint64_t> MoqtSessionImpl::UpdateSubscription(uint64_t request_id,
 }
 
 Status MoqtSessionImpl::Unsubscribe(uint64_t request_id) {
+  return CancelOutRequest(request_id, RequestKind::kSubscribe, "no such subscription");
+}
+
+// Stops reading the request's data streams (STOP_SENDING CANCELLED), ends the request without
+// further visitor callbacks, and resets its request stream.
+Status MoqtSessionImpl::CancelOutRequest(uint64_t request_id, RequestKind kind,
+                                         std::string_view unknown) {
   auto it = out_requests_.find(request_id);
-  if (it == out_requests_.end() || it->second.kind != RequestKind::kSubscribe) {
-    return ApiErr(SessionApiError::kUnknownRequest, "no such subscription", Code::kNotFound);
+  if (it == out_requests_.end() || it->second.kind != kind) {
+    return ApiErr(SessionApiError::kUnknownRequest, std::string(unknown), Code::kNotFound);
   }
   StreamId sid = it->second.stream;
   for (auto& [id, e] : streams_) {
@@ -2285,24 +2292,7 @@ Result<uint64_t> MoqtSessionImpl::Fetch(const FullTrackName& track, const FetchO
 }
 
 Status MoqtSessionImpl::CancelFetch(uint64_t request_id) {
-  auto it = out_requests_.find(request_id);
-  if (it == out_requests_.end() || it->second.kind != RequestKind::kFetch) {
-    return ApiErr(SessionApiError::kUnknownRequest, "no such fetch", Code::kNotFound);
-  }
-  StreamId sid = it->second.stream;
-  for (auto& [id, e] : streams_) {
-    if (e.in && e.in->owner == request_id && e.in->attributed && !e.in->ended) {
-      e.in->ended = true;
-      e.in->refused = true;
-      e.in->ReleasePayload();
-      StopReading(id, static_cast<uint64_t>(StreamResetCode::kCancelled));
-    }
-  }
-  FinishOutRequest(request_id);
-  if (transport::Stream* s = TStream(sid)) {
-    s->ResetAndStop(static_cast<uint64_t>(StreamResetCode::kCancelled));
-  }
-  return Status::Ok();
+  return CancelOutRequest(request_id, RequestKind::kFetch, "no such fetch");
 }
 
 Result<uint64_t> MoqtSessionImpl::RequestTrackStatus(const FullTrackName& track,

@@ -372,6 +372,7 @@ class MoqtSessionImpl : public transport::SessionVisitor, public TrackListener {
   void MaybeCompleteSubscription(uint64_t id);
   void MaybeCompleteFetch(uint64_t id);
   void FinishOutRequest(uint64_t id);
+  Status CancelOutRequest(uint64_t request_id, RequestKind kind, std::string_view unknown);
   void RetireAlias(uint64_t alias);
 };
 
