@@ -720,48 +720,60 @@ static bool SplitKvspPath(std::string_view path, std::string_view prefix, Digest
   return true;
 }
 
-Awaitable<void> Service::Impl::KvspBlock(ExtensionContext& ctx) {
-  const auto& rq = ctx.request;
-  Digest compat, key;
-  if (!SplitKvspPath(rq.path, kKvspBlocksPrefix, &compat, &key)) {
-    co_await PlainError(ctx, 400, "expected /_kvsp/blocks/<compat_id>/<block_key> (64 hex each)");
-    co_return;
+// What both KVSP endpoints take from a request (kvsp.md §8): the path's compat_id and key, the
+// KVSP-Scope-ID header and the codec query parameter (default raw).
+struct KvspHead {
+  Digest compat, key, scope;
+  std::string codec_name;
+};
+// Empty when the request is well-formed; otherwise the 400 message. `usage` names the path form.
+static std::string ParseKvspHead(const s3::ExtensionRequest& rq, std::string_view prefix,
+                                 std::string_view usage, KvspHead* h) {
+  if (!SplitKvspPath(rq.path, prefix, &h->compat, &h->key)) {
+    return "expected " + std::string(usage) + " (64 hex each)";
   }
   auto scope_h = rq.Header("KVSP-Scope-ID");
-  if (!scope_h || !IsHex64(*scope_h)) {
-    co_await PlainError(ctx, 400, "KVSP-Scope-ID header (64 lowercase hex) required");
+  if (!scope_h || !IsHex64(*scope_h)) return "KVSP-Scope-ID header (64 lowercase hex) required";
+  h->scope = ParseHex64(*scope_h);
+  h->codec_name = std::string(rq.Query("codec").value_or("raw"));
+  if (!kvsp::CodecFromName(h->codec_name).ok()) return "unknown codec";
+  return "";
+}
+
+// A decimal of 1..max_digits digits and nothing else; false otherwise.
+static bool ParseSmallDecimal(std::string_view s, size_t max_digits, uint64_t* out) {
+  if (s.empty() || s.size() > max_digits) return false;
+  uint64_t v = 0;
+  for (char c : s) {
+    if (c < '0' || c > '9') return false;
+    v = v * 10 + uint64_t(c - '0');
+  }
+  *out = v;
+  return true;
+}
+
+Awaitable<void> Service::Impl::KvspBlock(ExtensionContext& ctx) {
+  const auto& rq = ctx.request;
+  KvspHead head;
+  std::string bad =
+      ParseKvspHead(rq, kKvspBlocksPrefix, "/_kvsp/blocks/<compat_id>/<block_key>", &head);
+  if (!bad.empty()) {
+    co_await PlainError(ctx, 400, std::move(bad));
     co_return;
   }
-  Digest scope = ParseHex64(*scope_h);
-  std::string codec_name(rq.Query("codec").value_or("raw"));
-  auto codec = kvsp::CodecFromName(codec_name);
-  if (!codec.ok()) {
-    co_await PlainError(ctx, 400, "unknown codec");
-    co_return;
-  }
+  const Digest &compat = head.compat, &key = head.key, &scope = head.scope;
+  const std::string& codec_name = head.codec_name;
   std::optional<std::pair<uint32_t, uint32_t>> range;
   if (auto l = rq.Query("layers")) {
     size_t dash = l->find('-');
-    uint32_t a = 0, b = 0;
-    bool good = dash != std::string_view::npos && dash > 0 && dash + 1 < l->size();
-    if (good) {
-      auto parse = [](std::string_view s, uint32_t* out) {
-        if (s.empty() || s.size() > 5) return false;
-        uint32_t v = 0;
-        for (char c : s) {
-          if (c < '0' || c > '9') return false;
-          v = v * 10 + uint32_t(c - '0');
-        }
-        *out = v;
-        return v < kLayerLimit;
-      };
-      good = parse(l->substr(0, dash), &a) && parse(l->substr(dash + 1), &b) && a <= b;
-    }
+    uint64_t a = 0, b = 0;
+    bool good = dash != std::string_view::npos && ParseSmallDecimal(l->substr(0, dash), 5, &a) &&
+                ParseSmallDecimal(l->substr(dash + 1), 5, &b) && a <= b && b < kLayerLimit;
     if (!good) {
       co_await PlainError(ctx, 400, "layers must be a-b (inclusive, a <= b)");
       co_return;
     }
-    range = std::make_pair(a, b);
+    range = std::make_pair(static_cast<uint32_t>(a), static_cast<uint32_t>(b));
   }
   std::shared_ptr<const store::ObjectReader> reader;
   {
@@ -858,27 +870,19 @@ Awaitable<void> Service::Impl::KvspBlock(ExtensionContext& ctx) {
 
 Awaitable<void> Service::Impl::KvspPrefix(ExtensionContext& ctx) {
   const auto& rq = ctx.request;
-  Digest compat, anchor;
-  if (!SplitKvspPath(rq.path, kKvspPrefixPrefix, &compat, &anchor)) {
-    co_await PlainError(ctx, 400, "expected /_kvsp/prefix/<compat_id>/<anchor_key> (64 hex each)");
+  KvspHead head;
+  std::string bad =
+      ParseKvspHead(rq, kKvspPrefixPrefix, "/_kvsp/prefix/<compat_id>/<anchor_key>", &head);
+  if (!bad.empty()) {
+    co_await PlainError(ctx, 400, std::move(bad));
     co_return;
   }
-  auto scope_h = rq.Header("KVSP-Scope-ID");
-  if (!scope_h || !IsHex64(*scope_h)) {
-    co_await PlainError(ctx, 400, "KVSP-Scope-ID header (64 lowercase hex) required");
-    co_return;
-  }
-  Digest scope = ParseHex64(*scope_h);
-  std::string codec_name(rq.Query("codec").value_or("raw"));
-  if (!kvsp::CodecFromName(codec_name).ok()) {
-    co_await PlainError(ctx, 400, "unknown codec");
-    co_return;
-  }
+  const Digest &compat = head.compat, &anchor = head.key, &scope = head.scope;
+  const std::string& codec_name = head.codec_name;
   uint64_t from = 1;
   if (auto f = rq.Query("from")) {
-    from = 0;
-    if (f->empty() || f->size() > 6) from = 0;
-    for (char c : *f) from = (c >= '0' && c <= '9') ? from * 10 + uint64_t(c - '0') : 0;
+    // At most 6 digits: a prefix never holds a million blocks (kvsp.md §8 indexes from 1).
+    if (!ParseSmallDecimal(*f, 6, &from)) from = 0;
     if (from == 0) {
       co_await PlainError(ctx, 400, "from must be a block index >= 1");
       co_return;

@@ -296,6 +296,11 @@ TEST_P(ExtensionCases, KvspEndpoints) {
   EXPECT_EQ(get("GET", base + key5, "codec=raw&layers=2-9").status, 416);
   EXPECT_EQ(get("GET", base + key5, "codec=raw", false).status, 400);
   EXPECT_EQ(get("GET", base + key5, "layers=3-1").status, 400);
+  for (const char* q :
+       {"layers=1-", "layers=-2", "layers=1-x", "layers=123456-123457", "codec=nope"}) {
+    EXPECT_EQ(get("GET", base + key5, q).status, 400) << q;
+  }
+  EXPECT_EQ(get("GET", base + "xyz", "codec=raw").status, 400);
 
   // The prefix record written by the aggregated PUT lets /prefix stream blocks i..n.
   const std::string anchor = ToHex(cache_.block_keys.back());
@@ -319,6 +324,14 @@ TEST_P(ExtensionCases, KvspEndpoints) {
             404);
   EXPECT_EQ(get("GET", "/_kvsp/prefix/" + ToHex(cache_.compat_id) + "/" + anchor, "from=9").status,
             416);
+  // Malformed requests of the prefix endpoint: the same head checks as /blocks, and from is
+  // 1..6 decimal digits only.
+  for (const char* q : {"from=0", "from=x3", "from=3x", "from=1234567", "from=", "codec=nope"}) {
+    EXPECT_EQ(get("GET", "/_kvsp/prefix/" + ToHex(cache_.compat_id) + "/" + anchor, q).status, 400)
+        << q;
+  }
+  EXPECT_EQ(get("GET", "/_kvsp/prefix/" + ToHex(cache_.compat_id) + "/" + anchor, "", false).status,
+            400);
 }
 
 // Windows far smaller than a layer: a window ends inside a layer, a layer spans several windows,
