@@ -31,6 +31,7 @@
 #include "moqt/moqt_framer.h"
 #include "moqt_session/moqt_session.h"
 #include "transport/test_tools/in_memory_session.h"
+#include "transport/test_tools/recording_session_visitor.h"
 
 using namespace kvcs;
 using namespace kvcs::moqt;
@@ -39,24 +40,7 @@ using transport::test::InMemorySessionPair;
 
 namespace {
 
-struct Raw : transport::SessionVisitor {
-  explicit Raw(transport::Session* s) : s(s) {}
-  void OnSessionReady() override {}
-  void OnSessionClosed(const transport::CloseInfo& i) override { closed = i; }
-  void OnIncomingBidirectionalStreamAvailable() override {
-    while (s->AcceptIncomingBidirectionalStream()) {
-    }
-  }
-  void OnIncomingUnidirectionalStreamAvailable() override {
-    while (s->AcceptIncomingUnidirectionalStream()) {
-    }
-  }
-  void OnDatagramReceived(ByteSpan) override {}
-  void OnCanCreateNewOutgoingBidirectionalStream() override {}
-  void OnCanCreateNewOutgoingUnidirectionalStream() override {}
-  transport::Session* s;
-  std::optional<transport::CloseInfo> closed;
-};
+using Raw = transport::test::RecordingSessionVisitor;
 
 bool KnownSessionError(uint64_t code) {
   return SessionErrorFromWire(code) != SessionError::kInternalError ||

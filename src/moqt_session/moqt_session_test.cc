@@ -12,6 +12,7 @@
 #include "moqt/moqt_framer.h"
 #include "moqt/moqt_varint.h"
 #include "transport/test_tools/in_memory_session.h"
+#include "transport/test_tools/recording_session_visitor.h"
 
 namespace kvcs::moqt {
 namespace {
@@ -721,24 +722,7 @@ TEST_F(MoqtSessionTest, HigherPrioritySubscriptionIsSentFirstUnderContention) {
 // ------------------------------------------------------------------ malformed peer input
 
 // A raw client: writes bytes straight into the transport and records how the session ended.
-struct RawClient : transport::SessionVisitor {
-  explicit RawClient(transport::Session* s) : s(s) {}
-  void OnSessionReady() override {}
-  void OnSessionClosed(const transport::CloseInfo& i) override { closed = i; }
-  void OnIncomingBidirectionalStreamAvailable() override {
-    while (s->AcceptIncomingBidirectionalStream()) {
-    }
-  }
-  void OnIncomingUnidirectionalStreamAvailable() override {
-    while (s->AcceptIncomingUnidirectionalStream()) {
-    }
-  }
-  void OnDatagramReceived(ByteSpan) override {}
-  void OnCanCreateNewOutgoingBidirectionalStream() override {}
-  void OnCanCreateNewOutgoingUnidirectionalStream() override {}
-  transport::Session* s;
-  std::optional<transport::CloseInfo> closed;
-};
+using RawClient = transport::test::RecordingSessionVisitor;
 
 Bytes SetupBytes() {
   moqt::Setup s;
