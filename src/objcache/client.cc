@@ -5,11 +5,15 @@
 #include <sys/un.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <atomic>
 #include <cerrno>
 #include <chrono>
 #include <cstring>
 #include <ctime>
+#include <latch>
 #include <limits>
+#include <thread>
 
 #include <nlohmann/json.hpp>
 
@@ -65,15 +69,45 @@ std::optional<std::string> HttpResult::Header(std::string_view name) const {
 }
 
 struct Client::Impl {
-  explicit Impl(ClientOptions o) : options(std::move(o)), socket(io) {
+  explicit Impl(ClientOptions o)
+      : options(std::move(o)),
+        socket(io),
+        verify_threads(options.verify_threads ? std::min(options.verify_threads, kMaxVerifyThreads)
+                                              : std::clamp(std::thread::hardware_concurrency(), 1u,
+                                                           kMaxVerifyThreads)) {
     RandomBytes(reinterpret_cast<uint8_t*>(&shm_nonce), sizeof shm_nonce);
+    if (verify_threads > 1) verify_pool = std::make_unique<asio::thread_pool>(verify_threads - 1);
   }
-  ~Impl() { DropShm(); }
+  ~Impl() {
+    DropShm();
+    if (verify_pool) verify_pool->join();
+  }
   ClientOptions options;
   asio::io_context io;
   tcp::socket socket;
   beast::flat_buffer buffer;
   bool connected = false;
+  const uint32_t verify_threads;
+  std::unique_ptr<asio::thread_pool> verify_pool;  // verify_threads - 1 helpers
+
+  // Runs fn(i) for i in [0, n) on the calling thread and the verify pool; returns when all ran.
+  template <typename Fn>
+  void ParallelFor(size_t n, Fn fn) {
+    std::atomic<size_t> next{0};
+    auto work = [&] {
+      for (size_t i; (i = next.fetch_add(1, std::memory_order_relaxed)) < n;) fn(i);
+    };
+    const size_t helpers = verify_pool ? std::min<size_t>(verify_threads - 1, n ? n - 1 : 0) : 0;
+    std::latch done(static_cast<ptrdiff_t>(helpers));
+    for (size_t t = 0; t < helpers; ++t)
+      asio::post(*verify_pool, [&] {
+        work();
+        done.count_down();
+      });
+    work();
+    done.wait();
+  }
+
   // Same-host delivery: the registered buffer and its registration connection (-1: none).
   std::unique_ptr<SharedBuffer> shm_buffer;
   int shm_sock = -1;
@@ -417,29 +451,37 @@ Result<AggregateStats> Client::Impl::Aggregate(const std::string& bucket, Aggreg
       } else if (auto* l = std::get_if<LayerEvent>(&ev)) {
         DeliveredLayer dl;
         dl.layer = l->layer;
-        dl.blocks.reserve(l->blocks.size());
-        for (const LayerBlock& b : l->blocks) {
-          DeliveredBlock db;
+        dl.blocks.resize(l->blocks.size());
+        for (size_t i = 0; i < l->blocks.size(); ++i) {
+          const LayerBlock& b = l->blocks[i];
+          DeliveredBlock& db = dl.blocks[i];
           db.status = b.record.status;
-          if (b.record.status == BlockStatus::kPresent) {
-            ByteSpan data = b.data;
-            if (shm) {  // in the shared buffer; the decoder bounded the lengths, not the offset
-              const uint64_t len = b.record.k_len + b.record.v_len, size = shm_buffer->size();
-              if (b.shm_offset > size || len > size - b.shm_offset)
-                return fail(InvalidArgument("aggregate: block bytes outside the shared buffer"));
-              data = ByteSpan(shm_buffer->data() + b.shm_offset, len);
-            }
-            if (VerifyBlockBytes(b.record, data).ok()) {
-              db.k_len = b.record.k_len;
-              db.v_len = b.record.v_len;
-              db.data = data;
-              stats.payload_bytes += data.size();
-            } else {
-              db.status = BlockStatus::kCorrupt;
-              ++stats.corrupt_blocks;
-            }
+          if (b.record.status != BlockStatus::kPresent) continue;
+          db.k_len = b.record.k_len;
+          db.v_len = b.record.v_len;
+          db.data = b.data;
+          if (shm) {  // in the shared buffer; the decoder bounded the lengths, not the offset
+            const uint64_t len = b.record.k_len + b.record.v_len, size = shm_buffer->size();
+            if (b.shm_offset > size || len > size - b.shm_offset)
+              return fail(InvalidArgument("aggregate: block bytes outside the shared buffer"));
+            db.data = ByteSpan(shm_buffer->data() + b.shm_offset, len);
           }
-          dl.blocks.push_back(db);
+        }
+        // Every present block's digest, on verify_threads threads; a mismatch is handed over as
+        // corrupt with no data.
+        std::vector<uint8_t> bad(dl.blocks.size(), 0);
+        ParallelFor(dl.blocks.size(), [&](size_t i) {
+          bad[i] = !VerifyBlockBytes(l->blocks[i].record, dl.blocks[i].data).ok();
+        });
+        for (size_t i = 0; i < dl.blocks.size(); ++i) {
+          DeliveredBlock& db = dl.blocks[i];
+          if (db.status != BlockStatus::kPresent) continue;
+          if (bad[i]) {
+            db = DeliveredBlock{BlockStatus::kCorrupt, 0, 0, {}};
+            ++stats.corrupt_blocks;
+          } else {
+            stats.payload_bytes += db.data.size();
+          }
         }
         Status cb = on_layer(dl);
         double t = Since(t0);
