@@ -18,6 +18,7 @@
 
 #include <functional>
 #include <memory>
+#include <ostream>
 #include <string>
 #include <thread>
 #include <vector>
@@ -51,6 +52,8 @@ struct ExtensionBackendParam {
 inline std::string BackendName(const ::testing::TestParamInfo<ExtensionBackendParam>& info) {
   return info.param.name;
 }
+// What gtest prints for a parameter (the name, rather than the struct's bytes).
+inline void PrintTo(const ExtensionBackendParam& p, std::ostream* os) { *os << p.name; }
 
 // Server + Service + client over one backend, with the synthetic cache's containers at hand.
 class ExtensionFixture : public ::testing::Test {
