@@ -173,7 +173,8 @@ struct Client::Impl {
     return Status::Ok();
   }
   // RELEASE or CANCEL for the current request; a broken registration is dropped (the next
-  // request registers again, and the store ends this one when it notices).
+  // request registers again, and the store ends this one when it notices). The buffer stays mapped
+  // until then: records of this request still point into it.
   void ShmTell(ShmMessageType type, uint32_t released) {
     if (shm_sock < 0) return;
     ShmMessage m;
@@ -187,7 +188,8 @@ struct Client::Impl {
       ssize_t n = ::send(shm_sock, out.data() + sent, out.size() - sent, MSG_NOSIGNAL);
       if (n < 0 && errno == EINTR) continue;
       if (n <= 0) {
-        DropShm();
+        ::close(shm_sock);
+        shm_sock = -1;
         return;
       }
       sent += size_t(n);

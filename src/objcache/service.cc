@@ -726,6 +726,9 @@ Awaitable<void> Service::Impl::AggregateGetShm(ExtensionContext& ctx,
         abandoned = true;
         break;
       }
+    } else if (!reg->Live(nonce)) {  // cancelled or closed while the ring still had free slots
+      abandoned = true;
+      break;
     }
     const uint32_t layer = req->layer_first + i;
     const uint64_t base = uint64_t(i % nslots) * slot_bytes;
@@ -767,9 +770,10 @@ Awaitable<void> Service::Impl::AggregateGetShm(ExtensionContext& ctx,
         reads->push_back(std::move(rr));
       }
       if (!reads->empty()) {
-        // The job keeps the registration (the mapping it writes into) and the readers alive.
+        // The job keeps what it writes into (the registration's mapping, the k/v scratch) and
+        // the readers alive: it runs on even if this handler's frame is destroyed meanwhile.
         OffloadJob job = OffloadJob::Start(
-            pool, [reads, slots, reg, &store = ctx.store] { store.ReadMany(*reads); });
+            pool, [reads, slots, reg, scratch_win, &store = ctx.store] { store.ReadMany(*reads); });
         co_await job.Wait(ctx.executor);
       }
       size_t r = 0;

@@ -47,14 +47,16 @@ void ShmRegistration::NotifyLocked() {
 
 asio::awaitable<bool> ShmRegistration::Claim(uint64_t nonce, asio::any_io_executor ex,
                                              Clock::time_point deadline) {
-  bool ok = co_await WaitUntil(ex, deadline, [&] { return active_ == 0 && !closed_; });
-  if (!ok) co_return false;
-  std::lock_guard<std::mutex> l(mu_);
-  if (active_ != 0 || closed_) co_return false;  // cannot happen: checked under the same lock
-  active_ = nonce;
-  released_ = 0;
-  cancelled_ = false;
-  co_return true;
+  // The claim is made inside the predicate, under the lock that saw the buffer free: another
+  // request woken by the same Unclaim (on another thread) then finds it taken and waits again.
+  bool claimed = co_await WaitUntil(ex, deadline, [&] {
+    if (active_ != 0 || closed_) return false;
+    active_ = nonce;
+    released_ = 0;
+    cancelled_ = false;
+    return true;
+  });
+  co_return claimed;
 }
 
 asio::awaitable<bool> ShmRegistration::WaitReleased(uint64_t nonce, uint64_t layers,
@@ -64,6 +66,11 @@ asio::awaitable<bool> ShmRegistration::WaitReleased(uint64_t nonce, uint64_t lay
       ex, deadline, [&] { return active_ == nonce && (cancelled_ || released_ >= layers); });
   std::lock_guard<std::mutex> l(mu_);
   co_return ok&& active_ == nonce && !cancelled_ && !closed_;
+}
+
+bool ShmRegistration::Live(uint64_t nonce) {
+  std::lock_guard<std::mutex> l(mu_);
+  return active_ == nonce && !cancelled_ && !closed_;
 }
 
 void ShmRegistration::Unclaim(uint64_t nonce) {

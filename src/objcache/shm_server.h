@@ -55,6 +55,9 @@ class ShmRegistration {
   boost::asio::awaitable<bool> WaitReleased(uint64_t nonce, uint64_t layers,
                                             boost::asio::any_io_executor ex,
                                             Clock::time_point deadline);
+  // Whether request `nonce` still owns the buffer and was neither cancelled nor closed (checked
+  // before each layer: a CANCEL must stop the writes even while the ring has free slots).
+  bool Live(uint64_t nonce);
   void Unclaim(uint64_t nonce);
 
   // Listener side.
