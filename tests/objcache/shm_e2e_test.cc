@@ -461,6 +461,7 @@ TEST(ShmClient, RegistrationClosedMidRequest) {
 
   std::thread fake([&] {
     int u = accept(ul, nullptr, nullptr);
+    if (u < 0) return;  // the client gave up first (see the shutdowns below)
     uint8_t m[kShmMessageBytes];
     std::vector<int> fds;
     size_t got = 0;
@@ -470,7 +471,11 @@ TEST(ShmClient, RegistrationClosedMidRequest) {
       got += *n;
     }
     EXPECT_EQ(fds.size(), 1u);
-    if (fds.size() != 1) return;
+    if (fds.size() != 1) {
+      for (int f : fds) close(f);
+      close(u);
+      return;
+    }
     struct stat st {};
     fstat(fds[0], &st);
     auto* mem = static_cast<uint8_t*>(
@@ -495,6 +500,12 @@ TEST(ShmClient, RegistrationClosedMidRequest) {
     EXPECT_EQ(send(u, answer.data(), answer.size(), MSG_NOSIGNAL), ssize_t(answer.size()));
 
     int h = accept(tl, nullptr, nullptr);
+    if (h < 0) {
+      close(u);
+      munmap(mem, st.st_size);
+      close(fds[0]);
+      return;
+    }
     std::string in;  // the request: head, then a JSON body of Content-Length bytes
     char c[4096];
     for (;;) {
@@ -534,6 +545,9 @@ TEST(ShmClient, RegistrationClosedMidRequest) {
       seen.emplace_back(l.blocks[0].data.begin(), l.blocks[0].data.end());
       return Status::Ok();
     });
+    // A client that failed early leaves the fake in accept: wake it.
+    shutdown(ul, SHUT_RDWR);
+    shutdown(tl, SHUT_RDWR);
     fake.join();
     EXPECT_TRUE(r.ok()) << r.status().ToString();
   }
