@@ -340,7 +340,8 @@ Result<AggregateStats> Client::Impl::Aggregate(const std::string& bucket, Aggreg
   if (shm) {
     KVCS_RETURN_IF_ERROR(EnsureShm());
     if (++shm_nonce == 0) ++shm_nonce;
-    request.shm = ShmTarget{shm_token, shm_nonce, options.shm_slots};
+    // No more slots than layers: the store then sizes each slot from the whole buffer.
+    request.shm = ShmTarget{shm_token, shm_nonce, std::min(options.shm_slots, request.layer_count)};
   }
   std::string json = SerializeAggregateRequest(request);
   auto t0 = std::chrono::steady_clock::now();

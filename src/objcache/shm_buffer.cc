@@ -7,6 +7,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <string>
@@ -17,6 +18,20 @@ namespace {
 
 Status Errno(const char* what) {
   return Status(Code::kInternal, std::string(what) + ": " + std::strerror(errno), errno);
+}
+
+// Whether every page of the mapping is in memory (mincore), checked a chunk at a time.
+bool AllResident(void* base, uint64_t size) {
+  const uint64_t page = uint64_t(sysconf(_SC_PAGESIZE));
+  constexpr uint64_t kChunkPages = 1u << 18;  // 1 GiB of 4 KiB pages per mincore call
+  std::vector<unsigned char> vec(kChunkPages);
+  for (uint64_t off = 0; off < size; off += kChunkPages * page) {
+    uint64_t len = std::min(size - off, kChunkPages * page);
+    if (mincore(static_cast<uint8_t*>(base) + off, len, vec.data()) != 0) return false;
+    for (uint64_t i = 0; i < (len + page - 1) / page; ++i)
+      if (!(vec[i] & 1)) return false;
+  }
+  return true;
 }
 
 }  // namespace
@@ -55,8 +70,12 @@ Result<std::unique_ptr<SharedBuffer>> SharedBuffer::Adopt(int fd, uint64_t max_b
   if (fstat(fd, &st) != 0 || st.st_size <= 0 || uint64_t(st.st_size) > max_bytes)
     return refuse(ShmRegisterStatus::kBadSize, "empty or over the store's bound");
   const uint64_t size = uint64_t(st.st_size);
-  void* p = mmap(nullptr, size, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_POPULATE, fd, 0);
+  void* p = mmap(nullptr, size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
   if (p == MAP_FAILED) return refuse(ShmRegisterStatus::kMapFailed, "cannot map it read-write");
+  // Page tables up front (no fault per page while delivering), but only for pages the client
+  // already has: populating a buffer it never touched would allocate its memory in the store's
+  // name. Such a buffer is faulted in as deliveries write it.
+  if (AllResident(p, size)) (void)madvise(p, size, MADV_POPULATE_WRITE);
   *why = ShmRegisterStatus::kOk;
   return std::unique_ptr<SharedBuffer>(new SharedBuffer(fd, static_cast<uint8_t*>(p), size));
 }

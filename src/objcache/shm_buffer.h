@@ -3,7 +3,8 @@
 // sealed so it can never shrink or grow, mapped and populated) and passes its descriptor to the
 // store over a Unix socket (SendWithFd / RecvWithFd, SCM_RIGHTS); the store adopts the descriptor
 // only if it carries F_SEAL_SHRINK (a client shrinking a mapped file would make the store fault)
-// and maps it too. Both sides populate their mapping up front: a page fault per 4 KiB while
+// and maps it too. Both sides populate their mapping up front (the store only when every page is
+// already in memory: it never allocates a client's pages): a page fault per 4 KiB while
 // delivering costs as much as the copy on the machines we measured.
 //
 // Ownership: a SharedBuffer owns its descriptor and mapping; both go with it. Thread-compatible.

@@ -105,6 +105,9 @@ struct ShmServer::Impl {
   asio::io_context ioc{1};
   local_stream::acceptor acceptor{ioc};
   std::thread thread;
+  // Registrations map and populate buffers (up to 64 GiB: seconds) off the listener's thread,
+  // which keeps handling every other connection's RELEASE and CANCEL meanwhile.
+  asio::thread_pool register_pool{1};
   mutable std::mutex mu;
   std::map<ShmToken, std::weak_ptr<ShmRegistration>> registry;
 
@@ -121,7 +124,13 @@ asio::awaitable<void> ShmServer::Impl::Accept() {
     local_stream::socket sock(ioc);
     co_await acceptor.async_accept(sock, asio::redirect_error(asio::use_awaitable, ec));
     if (ec == asio::error::operation_aborted || !acceptor.is_open()) co_return;
-    if (ec) continue;  // e.g. EMFILE: keep serving the connections we have
+    if (ec) {
+      // E.g. EMFILE: keep serving the connections we have; retrying at once would spin, so wait
+      // a little for descriptors to be freed.
+      asio::steady_timer pause(ioc, std::chrono::milliseconds(50));
+      co_await pause.async_wait(asio::redirect_error(asio::use_awaitable, ec));
+      continue;
+    }
     asio::co_spawn(ioc, Serve(std::move(sock)), asio::detached);
   }
 }
@@ -175,8 +184,14 @@ asio::awaitable<void> ShmServer::Impl::Serve(local_stream::socket sock) {
   sock.non_blocking(true, ec);
   const int fd = sock.native_handle();
   std::shared_ptr<ShmRegistration> reg;
-  std::vector<int> fds;  // descriptors received and not yet consumed by a REGISTER
-  Bytes in;              // at most one partial message plus one receive
+  struct Fds {  // descriptors received and not yet consumed by a REGISTER; closed on every exit
+    std::vector<int> v;
+    ~Fds() {
+      for (int f : v) close(f);
+    }
+  } held;
+  std::vector<int>& fds = held.v;
+  Bytes in;  // at most one partial message plus one receive
   uint8_t chunk[kShmMessageBytes * 8];
   bool open = !ec;
   while (open) {
@@ -198,7 +213,12 @@ asio::awaitable<void> ShmServer::Impl::Serve(local_stream::socket sock) {
       }
       switch (m->type) {
         case ShmMessageType::kRegister: {
-          ShmMessage answer = Register(&fds, &reg);
+          ShmMessage answer = co_await asio::co_spawn(
+              register_pool,
+              [this, &fds, &reg]() -> asio::awaitable<ShmMessage> {
+                co_return Register(&fds, &reg);
+              },
+              asio::use_awaitable);
           Bytes out;
           EncodeShmMessage(answer, &out);
           co_await asio::async_write(sock, asio::buffer(out),
@@ -226,7 +246,6 @@ asio::awaitable<void> ShmServer::Impl::Serve(local_stream::socket sock) {
       if (!in.empty()) open = false;
     }
   }
-  for (int f : fds) close(f);
   if (reg) Forget(reg);
 }
 
@@ -244,14 +263,22 @@ Result<std::unique_ptr<ShmServer>> ShmServer::Start(ShmServerOptions options) {
     if (!S_ISSOCK(st.st_mode))
       return InvalidArgument("shm socket: " + path +
                              " exists and is not a socket; choose another path");
-    unlink(path.c_str());  // a stale socket of an earlier run
+    // A socket someone still accepts on belongs to a running store; one nobody answers is stale.
+    boost::system::error_code probe_ec;
+    local_stream::socket probe(impl->ioc);
+    probe.connect(local_stream::endpoint(path), probe_ec);
+    if (!probe_ec)
+      return Status(Code::kAlreadyExists, "shm socket: another store is listening on " + path +
+                                              "; stop it or choose another --shm-socket");
+    unlink(path.c_str());
   }
   boost::system::error_code ec;
-  // Created with no permission for others: only the store's user may register buffers.
-  mode_t old = umask(0177);
   impl->acceptor.open(local_stream(), ec);
   if (!ec) impl->acceptor.bind(local_stream::endpoint(path), ec);
-  umask(old);
+  // Only the store's user may register buffers: set before listen(), so that no one can connect
+  // while the file still has the umask's permissions.
+  if (!ec && chmod(path.c_str(), S_IRUSR | S_IWUSR) != 0)
+    ec = boost::system::error_code(errno, boost::system::system_category());
   if (!ec) impl->acceptor.listen(asio::socket_base::max_listen_connections, ec);
   if (ec)
     return Status(Code::kUnavailable, "shm socket: cannot listen on " + path + ": " + ec.message() +
@@ -268,6 +295,7 @@ ShmServer::~ShmServer() {
   });
   impl_->ioc.stop();
   impl_->thread.join();
+  impl_->register_pool.join();
   {
     std::lock_guard<std::mutex> l(impl_->mu);
     for (auto& [token, weak] : impl_->registry)

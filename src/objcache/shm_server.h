@@ -26,7 +26,9 @@
 namespace kvcs::objcache {
 
 // One shared buffer: a client's memory the store may map at most this large. Mapping costs the
-// store address space and page tables (8 bytes per 4 KiB page), not memory.
+// store address space and page tables (8 bytes per 4 KiB page); the pages are the client's (the
+// store populates only pages already in memory, and writes only what the client's own requests
+// deliver).
 inline constexpr uint64_t kDefaultMaxShmBufferBytes = 64ull << 30;
 // Buffers registered at once: bounds the descriptors, mappings and page tables the store holds.
 inline constexpr size_t kDefaultMaxShmRegistrations = 64;

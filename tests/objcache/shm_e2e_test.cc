@@ -222,6 +222,31 @@ TEST_F(ShmDelivery, RegistrationRefusals) {
 // A token the store does not know (never registered, or registered with a store since restarted)
 // is refused before streaming with ShmUnknownToken; a store without a shm socket says how to start
 // one.
+// The registration socket is the store user's alone (0600); a path another store listens on is
+// refused, and a stale socket left by a dead store is replaced.
+TEST_F(ShmDelivery, SocketModeLiveAndStalePaths) {
+  struct stat st {};
+  ASSERT_EQ(stat(shm_path_.c_str(), &st), 0);
+  EXPECT_TRUE(S_ISSOCK(st.st_mode));
+  EXPECT_EQ(st.st_mode & 0777, 0600u);
+  Service second;
+  Status busy = second.ListenShm(shm_path_);
+  EXPECT_EQ(busy.code(), Code::kAlreadyExists) << busy.ToString();
+  Client c = MakeClient(LayerBytes(), 1);
+  ExpectAll(c);  // the first store still serves
+
+  const std::string stale = shm_path_ + ".stale";
+  int fd = socket(AF_UNIX, SOCK_STREAM, 0);
+  sockaddr_un a{};
+  a.sun_family = AF_UNIX;
+  std::strncpy(a.sun_path, stale.c_str(), sizeof a.sun_path - 1);
+  ASSERT_EQ(bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a), 0);
+  close(fd);  // bound, never listened: what a killed store leaves
+  Service third;
+  Status replaced = third.ListenShm(stale);
+  EXPECT_TRUE(replaced.ok()) << replaced.ToString();
+}
+
 TEST_F(ShmDelivery, UnknownTokenIsRefused) {
   AggregateRequest req = Req(cache_.block_keys, 0, 1);
   req.shm = ShmTarget{ShmToken{}, 1, 1};
