@@ -198,11 +198,18 @@ struct Service::Impl {
   explicit Impl(ServiceOptions o)
       : options(std::move(o)),
         pool(static_cast<size_t>(std::max(1, options.offload_threads))),
+        put_pool(static_cast<size_t>(std::max(1, options.put_threads))),
         scheduler(options.bandwidth_cap > 0 ? options.bandwidth_cap : 1, options.sched) {}
-  ~Impl() { pool.join(); }
+  ~Impl() {
+    pool.join();
+    put_pool.join();
+  }
 
   ServiceOptions options;
   asio::thread_pool pool;
+  // Aggregated PUT containers are verified and committed here, not on `pool`: a PUT's jobs wait
+  // on fsync for milliseconds each and must never queue ahead of an aggregated GET's reads.
+  asio::thread_pool put_pool;
   std::mutex sched_mu;
   sched::BandwidthScheduler scheduler;
   std::atomic<uint64_t> next_id{1};
@@ -581,7 +588,7 @@ Awaitable<void> Service::Impl::AggregateGet(ExtensionContext& ctx) {
 
 namespace {
 
-// One container of an aggregated PUT handed to the pool: its bytes, and what verifying and
+// One container of an aggregated PUT handed to put_pool: its bytes, and what verifying and
 // committing it gave (the parsed view and the stored key, or the error).
 struct PutJob {
   std::shared_ptr<BlockBytes> bytes;
@@ -590,7 +597,7 @@ struct PutJob {
 };
 
 // Verifies one container (structure and every layer digest) and stores it atomically (the
-// store's Commit: temporary file, fsync, rename, directory fsync). Runs on the offload pool.
+// store's Commit: temporary file, fsync, rename, directory fsync). Runs on put_pool.
 Result<std::pair<kvsp::ContainerView, std::string>> VerifyAndStore(store::ObjectStore& store,
                                                                    const std::string& bucket,
                                                                    const Digest& scope,
@@ -670,7 +677,7 @@ struct PutPipeline {
 }  // namespace
 
 // The containers of one aggregated PUT are a pipeline: the connection's coroutine reads container
-// i+1 from the socket while containers ..i are verified and committed on the offload pool, several
+// i+1 from the socket while containers ..i are verified and committed on put_pool, several
 // at once so that their fsyncs (waits on the disk) overlap with each other and with the hashing of
 // the next ones. Results are collected in index order (the oldest job is always the one awaited),
 // and every path out of the handler (the answer, a 400 for a malformed or truncated body) first
@@ -731,7 +738,7 @@ Awaitable<void> Service::Impl::AggregatePut(ExtensionContext& ctx) {
     j.bytes = std::move(buf);
     j.outcome = std::make_shared<Result<std::pair<kvsp::ContainerView, std::string>>>(
         Status(Code::kInternal, "not run"));
-    j.job = OffloadJob::Start(pool, [b = j.bytes, out = j.outcome, store_ptr, bucket, scope] {
+    j.job = OffloadJob::Start(put_pool, [b = j.bytes, out = j.outcome, store_ptr, bucket, scope] {
       *out = VerifyAndStore(*store_ptr, *bucket, scope, ByteSpan(b->data(), b->size()));
     });
     p.in_flight.push_back(std::move(j));
@@ -753,7 +760,7 @@ Awaitable<void> Service::Impl::AggregatePut(ExtensionContext& ctx) {
       auto text = std::make_shared<std::string>(EncodePrefixRecord(rec));
       auto st = std::make_shared<Status>(Status::Ok());
       {  // a durable write (fsyncs): off the connection thread like the containers
-        OffloadJob job_ = OffloadJob::Start(pool, [store_ptr, bucket, key, text, st] {
+        OffloadJob job_ = OffloadJob::Start(put_pool, [store_ptr, bucket, key, text, st] {
           auto w = store_ptr->Put(*bucket, *key, {});
           *st = w.ok() ? (*w)->Write(AsBytes(*text)) : w.status();
           if (st->ok()) *st = (*w)->Commit().status();

@@ -18,10 +18,10 @@
 //
 // An aggregated PUT is a pipeline: the connection's thread reads the next container from the socket
 // while earlier ones are verified (structure and every layer digest) and committed durably on the
-// offload threads, several at once so that their fsyncs overlap. At most kMaxPutInFlight
-// containers and kMaxPutInFlightBytes of container buffers are held per request. Results come back
-// in index order; the answer (or a 400 for a malformed body) is sent only once every container
-// read so far has been stored or refused.
+// put_threads, several at once so that their fsyncs overlap. At most kMaxPutInFlight containers
+// and kMaxPutInFlightBytes of container buffers are held per request. Results come back in index
+// order; the answer (or a 400 for a malformed body) is sent only once every container read so far
+// has been stored or refused.
 //
 // Lifetime: the Service must outlive the Server it is registered with. Thread-safe: handlers run
 // concurrently on the server's threads; the scheduler is guarded by a mutex.
@@ -41,7 +41,7 @@
 namespace kvcs::objcache {
 
 // Containers of one aggregated PUT in flight (read, waiting for or being verified and committed on
-// the offload threads): enough concurrent commits for their fsyncs to overlap (measured on the
+// the put threads): enough concurrent commits for their fsyncs to overlap (measured on the
 // 2-core dev VM: 4 to 8 concurrent durable writers reach the disk's ceiling, one alone gets about
 // half of it) while the socket reader stays a few containers ahead.
 inline constexpr size_t kMaxPutInFlight = 8;
@@ -61,6 +61,11 @@ struct ServiceOptions {
   size_t window_bytes = 16u << 20;
   // Threads that run ReadMany batches and opens off the connection threads.
   int offload_threads = 4;
+  // Threads that verify and commit aggregated PUT containers (all PUT requests together): enough
+  // for fsyncs to overlap (4 concurrent durable writers reach the dev VM disk's ceiling) and for
+  // hashing to use every core of a small machine. Separate from offload_threads so that a PUT's
+  // fsyncs never delay an aggregated GET.
+  int put_threads = 4;
 };
 
 class Service {
