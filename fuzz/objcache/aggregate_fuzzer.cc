@@ -1,18 +1,21 @@
 // libFuzzer target for every parser of peer input in objcache: the response stream decoder (fed in
-// chunks whose sizes come from the input), the request JSON and the aggregated-PUT header.
+// chunks whose sizes come from the input), the request JSON, the aggregated-PUT header and the
+// same-host registration messages (the store decodes what any local process sends it).
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <string_view>
 #include <vector>
 
 #include "objcache/aggregate_wire.h"
+#include "objcache/shm_wire.h"
 
 using namespace kvcs;
 using namespace kvcs::objcache;
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (size == 0) return 0;
-  const uint8_t mode = data[0] % 3;
+  const uint8_t mode = data[0] % 4;
   ByteSpan in(data + 1, size - 1);
   if (mode == 0) {
     StreamDecoder d;
@@ -31,8 +34,16 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       auto again = ParseAggregateRequest(SerializeAggregateRequest(*r));
       if (!again.ok()) __builtin_trap();  // what we serialize we must accept
     }
-  } else {
+  } else if (mode == 2) {
     (void)ParsePutHeader(in);
+  } else {
+    for (size_t i = 0; i + kShmMessageBytes <= in.size() || i == 0; i += kShmMessageBytes) {
+      auto m = DecodeShmMessage(in.subspan(i, std::min(kShmMessageBytes, in.size() - i)));
+      if (!m.ok()) break;
+      Bytes again;
+      EncodeShmMessage(*m, &again);  // a message we accept re-encodes to the same bytes
+      if (!std::equal(again.begin(), again.end(), in.begin() + i)) __builtin_trap();
+    }
   }
   return 0;
 }

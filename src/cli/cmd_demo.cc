@@ -268,7 +268,9 @@ int RunDemo(const DemoArgs& a) {
     Status s = objcache::RunStoreDemo(o, std::cout);
     std::cout.flush();
     if (!s.ok()) return Fail(kCmd, "store part: " + s.message());
-    store_line = "  store       stored and retrieved with one aggregated request each (above)\n";
+    store_line =
+        "  store       stored with one aggregated PUT, retrieved with one aggregated request over "
+        "HTTP and\n              one into a shared buffer (above)\n";
   }
 #else
   // PLACE FOR THE STORE PART: objcache::RunStoreDemo (src/objcache/store_demo.h) stores the cache

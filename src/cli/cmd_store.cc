@@ -40,6 +40,8 @@ struct StoreFlags {
   std::string s3_endpoint, s3_access_key, s3_secret_key, s3_region, s3_bucket_prefix;
   std::string s3_ca_file;    // https backend: trust this CA (PEM) instead of the system store
   bool s3_insecure = false;  // https backend: DEVELOPMENT ONLY, no certificate checks
+  // Same-host delivery socket; empty = ROOT/shm.sock, "none" = off.
+  std::string shm_socket;
 };
 
 #ifdef KVCS_STORE_HAS_S3_BACKEND
@@ -175,6 +177,18 @@ int Run(const StoreFlags& f) {
   so.bandwidth_cap = f.bandwidth_cap;
   objcache::Service service(so);
   for (auto& ext : service.Extensions()) server.AddExtension(std::move(ext));
+  std::string shm_path = f.shm_socket.empty() ? f.root + "/shm.sock" : f.shm_socket;
+  if (shm_path != "none") {
+    Status shm = service.ListenShm(shm_path);
+    if (!shm.ok() && f.shm_socket.empty()) {
+      // The default is a convenience: a ROOT too long for a Unix socket path only turns it off.
+      std::cout << "kvcs store: same-host delivery off (" << shm.message()
+                << "); pass --shm-socket PATH to turn it on\n";
+      shm_path = "none";
+    } else if (!shm.ok()) {
+      return Fail(cmd, shm.message(), "pass another --shm-socket PATH, or --shm-socket none");
+    }
+  }
 #endif
   Status s = server.Start();
   if (!s.ok()) return Fail(cmd, s.ToString(), "is the port free?");
@@ -186,6 +200,10 @@ int Run(const StoreFlags& f) {
   bool tls = !config.tls_cert_file.empty();
   std::cout << "kvcs store: listening on " << (tls ? "https" : "http") << "://"
             << config.listen_host << ":" << server.port() << " (" << backend_desc << ")\n";
+#ifdef KVCS_STORE_HAS_OBJCACHE
+  if (shm_path != "none")
+    std::cout << "kvcs store: same-host delivery (shared buffers) on " << shm_path << "\n";
+#endif
   std::cout << "kvcs store: access keys from " << key_source << " (" << config.secrets.size()
             << " key" << (config.secrets.size() == 1 ? "" : "s") << ")\n";
   if (!generated_secret.empty()) {
@@ -235,6 +253,9 @@ RunFn Setup(CLI::App& app) {
   cmd->add_option("--s3-region", flags->s3_region, "S3 backend region for SigV4 (us-east-1)");
   cmd->add_option("--s3-bucket-prefix", flags->s3_bucket_prefix,
                   "backend bucket = PREFIX + bucket (share one service between stores)");
+  cmd->add_option("--shm-socket", flags->shm_socket,
+                  "Unix socket where clients on this host register shared buffers for "
+                  "aggregated GETs (default ROOT/shm.sock; none: off)");
   cmd->footer(
       "Config file:\n"
       "  region = us-east-1\n"
@@ -246,6 +267,8 @@ RunFn Setup(CLI::App& app) {
       "  aws --endpoint-url http://127.0.0.1:9000 s3 mb s3://kv   # with the printed key\n"
       "  KVCS_BACKEND_SECRET_KEY=... kvcs store --root /var/lib/kvcs --backend s3 \\\n"
       "      --s3-endpoint http://rgw:8000 --s3-access-key AK   # objects kept in Ceph RGW\n"
+      "  An engine on the same host sets ClientOptions::shm_socket = ROOT/shm.sock: block bytes\n"
+      "  are then written into its shared buffer instead of the HTTP body.\n"
       "SIGINT/SIGTERM stop it gracefully; set --log info for per-event logs.");
   return [flags] { return Run(*flags); };
 }

@@ -118,7 +118,10 @@ Result<AggregateRequest> ParseAggregateRequest(std::string_view json) {
                                  "components",
                                  "block_keys",
                                  "compute_us_per_layer",
-                                 "stall_target_us"};
+                                 "stall_target_us",
+                                 "shm_token",
+                                 "shm_nonce",
+                                 "shm_slots"};
   for (auto it = j.begin(); it != j.end(); ++it)
     if (std::find_if(std::begin(kKnown), std::end(kKnown),
                      [&](const char* k) { return it.key() == k; }) == std::end(kKnown))
@@ -173,6 +176,29 @@ Result<AggregateRequest> ParseAggregateRequest(std::string_view json) {
     KVCS_ASSIGN_OR_RETURN(r.stall_target_us,
                           UInt(j["stall_target_us"], "stall_target_us", kMaxMicros));
   }
+  const int shm_members =
+      int(j.contains("shm_token")) + int(j.contains("shm_nonce")) + int(j.contains("shm_slots"));
+  if (shm_members != 0 && shm_members != 3)
+    return Bad(WireError::kJsonField, "shm_token, shm_nonce and shm_slots go together");
+  if (shm_members == 3) {
+    ShmTarget t;
+    const auto& tok = j["shm_token"];
+    if (!tok.is_string() || tok.get_ref<const std::string&>().size() != 2 * kShmTokenBytes)
+      return Bad(WireError::kBadHex, "shm_token must be 32 lowercase hex characters");
+    const std::string& ts = tok.get_ref<const std::string&>();
+    if (!std::all_of(ts.begin(), ts.end(),
+                     [](char c) { return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f'); }))
+      return Bad(WireError::kBadHex, "shm_token must be 32 lowercase hex characters");
+    auto tb = FromHexFixed<kShmTokenBytes>(ts);
+    if (!tb.ok()) return Bad(WireError::kBadHex, "shm_token is not hex");
+    std::copy(tb->begin(), tb->end(), t.token.begin());
+    KVCS_ASSIGN_OR_RETURN(t.nonce, UInt(j["shm_nonce"], "shm_nonce", UINT64_MAX));
+    KVCS_ASSIGN_OR_RETURN(uint64_t slots, UInt(j["shm_slots"], "shm_slots", kMaxShmSlots));
+    if (t.nonce == 0 || slots == 0)
+      return Bad(WireError::kJsonField, "shm_nonce and shm_slots must be at least 1");
+    t.slots = static_cast<uint32_t>(slots);
+    r.shm = t;
+  }
   return r;
 }
 
@@ -191,6 +217,11 @@ std::string SerializeAggregateRequest(const AggregateRequest& r) {
   j["block_keys"] = std::move(keys);
   j["compute_us_per_layer"] = r.compute_us_per_layer;
   j["stall_target_us"] = r.stall_target_us;
+  if (r.shm) {
+    j["shm_token"] = ToHex(ByteSpan(r.shm->token.data(), r.shm->token.size()));
+    j["shm_nonce"] = r.shm->nonce;
+    j["shm_slots"] = r.shm->slots;
+  }
   return j.dump();
 }
 
@@ -205,12 +236,14 @@ void EncodeStreamHeader(const StreamHeader& h, Bytes* out) {
   w.U32(h.block_count);
   w.Append(AsBytes(h.compat_id));
   w.Append(AsBytes(h.scope_id));
-  w.U32(0);
+  w.U8(static_cast<uint8_t>(h.delivery));
+  w.U8(0);
+  w.U16(0);
 }
 
-void EncodeLayerFrameHead(uint16_t layer, uint32_t block_count, Bytes* out) {
+void EncodeLayerFrameHead(uint16_t layer, uint32_t block_count, Bytes* out, Delivery delivery) {
   ByteWriter w(out);
-  w.U8(kLayerFrameType);
+  w.U8(delivery == Delivery::kShm ? kShmLayerFrameType : kLayerFrameType);
   w.U8(0);
   w.U16(layer);
   w.U32(block_count);
@@ -224,6 +257,12 @@ void EncodeBlockRecord(const BlockRecord& r, Bytes* out) {
   w.U64(r.k_len);
   w.U64(r.v_len);
   w.Append(AsBytes(r.digest));
+}
+
+void EncodeShmBlockRecord(const BlockRecord& r, uint64_t offset, Bytes* out) {
+  EncodeBlockRecord(r, out);
+  ByteWriter w(out);
+  w.U64(offset);
 }
 
 void EncodeEndFrame(uint32_t status, Bytes* out) {
@@ -299,7 +338,7 @@ Status StreamDecoder::Step(std::vector<StreamEvent>* events) {
   };
   auto after_block = [&]() {
     if (layer_.blocks.size() < header_.block_count) {
-      expect(State::kRecord, kBlockRecordBytes);
+      expect(State::kRecord, RecordBytes());
     } else {
       events->push_back(std::move(layer_));
       layer_ = LayerEvent{};
@@ -311,8 +350,8 @@ Status StreamDecoder::Step(std::vector<StreamEvent>* events) {
     case State::kHeader: {
       ByteReader r(buf_);
       ByteSpan magic;
-      uint8_t version = 0, comps = 0;
-      uint32_t reserved = 0;
+      uint8_t version = 0, comps = 0, delivery = 0, reserved8 = 0;
+      uint16_t reserved = 0;
       StreamHeader h;
       r.Span(4, &magic);
       r.U8(&version);
@@ -323,14 +362,20 @@ Status StreamDecoder::Step(std::vector<StreamEvent>* events) {
       r.U32(&h.block_count);
       r.Copy(h.compat_id.data(), 32);
       r.Copy(h.scope_id.data(), 32);
-      r.U32(&reserved);
+      r.U8(&delivery);
+      r.U8(&reserved8);
+      r.U16(&reserved);
       if (!std::equal(magic.begin(), magic.end(), kStreamMagic))
         return Fail(Bad(WireError::kBadMagic, "stream does not start with KVAG"));
       if (version != kVersion) return Fail(Bad(WireError::kBadVersion, "stream version != 1"));
       if (comps < 1 || comps > 3)
         return Fail(Bad(WireError::kBadComponents, "components must be 1, 2 or 3"));
       h.components = static_cast<Components>(comps);
-      if (reserved) return Fail(Bad(WireError::kBadReserved, "reserved header field not zero"));
+      if (reserved || reserved8)
+        return Fail(Bad(WireError::kBadReserved, "reserved header field not zero"));
+      if (delivery > static_cast<uint8_t>(Delivery::kShm))
+        return Fail(Bad(WireError::kBadReserved, "unknown delivery"));
+      h.delivery = static_cast<Delivery>(delivery);
       if (h.layer_count == 0 || uint32_t{h.layer_first} + h.layer_count > kLayerLimit)
         return Fail(Bad(WireError::kBadLayerRange, "bad layer range"));
       if (h.block_count == 0 || h.block_count > kMaxBlocks)
@@ -361,7 +406,9 @@ Status StreamDecoder::Step(std::vector<StreamEvent>* events) {
                      static_cast<int>(WireError::kServerAborted)));
         return Status::Ok();
       }
-      if (type != kLayerFrameType) return Fail(Bad(WireError::kBadFrameType, "unknown frame type"));
+      const bool shm = header_.delivery == Delivery::kShm;
+      if (type != (shm ? kShmLayerFrameType : kLayerFrameType))
+        return Fail(Bad(WireError::kBadFrameType, "unknown frame type"));
       if (buf_[1]) return Fail(Bad(WireError::kBadReserved, "layer frame reserved byte not zero"));
       uint16_t layer = LoadBe16(buf_.data() + 2);
       uint32_t count = LoadBe32(buf_.data() + 4);
@@ -372,7 +419,7 @@ Status StreamDecoder::Step(std::vector<StreamEvent>* events) {
         return Fail(Bad(WireError::kBlockCountMismatch, "layer frame block count mismatch"));
       layer_.layer = layer;
       layer_.blocks.reserve(count);
-      expect(State::kRecord, kBlockRecordBytes);
+      expect(State::kRecord, RecordBytes());
       return Status::Ok();
     }
     case State::kRecord: {
@@ -393,13 +440,25 @@ Status StreamDecoder::Step(std::vector<StreamEvent>* events) {
       rec.digest_kind = static_cast<DigestKind>(kind);
       Status valid = ValidateBlockRecord(rec, header_.components);
       if (!valid.ok()) return Fail(valid);
+      if (header_.delivery == Delivery::kShm) {
+        uint64_t offset = 0;
+        r.U64(&offset);
+        if (rec.status != BlockStatus::kPresent && offset != 0)
+          return Fail(Bad(WireError::kBadStatus, "an absent block has a buffer offset"));
+        // Sections are ≤ kMaxSectionBytes each, so this cannot overflow.
+        if (offset > UINT64_MAX - rec.k_len - rec.v_len)
+          return Fail(Bad(WireError::kTooLarge, "buffer offset out of range"));
+        layer_.blocks.push_back(LayerBlock{rec, {}, offset});
+        after_block();
+        return Status::Ok();
+      }
       BlockBytes data;
       if (!spare_.empty()) {
         data = std::move(spare_.back());
         spare_.pop_back();
       }
       data.resize(rec.k_len + rec.v_len);  // default-initialized: no zero-fill
-      layer_.blocks.push_back(LayerBlock{rec, std::move(data)});
+      layer_.blocks.push_back(LayerBlock{rec, std::move(data), 0});
       data_have_ = 0;
       state_ = State::kData;
       buf_.clear();
@@ -429,13 +488,15 @@ void StreamDecoder::Recycle(LayerEvent&& spent) {
   spent.blocks.clear();
 }
 
-Status VerifyBlock(const LayerBlock& b) {
-  if (b.record.status != BlockStatus::kPresent) return Status::Ok();
-  if (b.data.size() != b.record.k_len + b.record.v_len)
+Status VerifyBlock(const LayerBlock& b) { return VerifyBlockBytes(b.record, ByteSpan(b.data)); }
+
+Status VerifyBlockBytes(const BlockRecord& r, ByteSpan data) {
+  if (r.status != BlockStatus::kPresent) return Status::Ok();
+  if (data.size() != r.k_len + r.v_len)
     return Corruption("aggregate: block data length mismatch",
                       static_cast<int>(WireError::kDigestMismatch));
-  Digest d = Sha256::Hash(ByteSpan(b.data));
-  if (d != b.record.digest)
+  Digest d = Sha256::Hash(data);
+  if (d != r.digest)
     return Corruption("aggregate: block data does not match its digest",
                       static_cast<int>(WireError::kDigestMismatch));
   return Status::Ok();

@@ -12,6 +12,7 @@
 #ifndef KVCS_OBJCACHE_AGGREGATE_WIRE_H_
 #define KVCS_OBJCACHE_AGGREGATE_WIRE_H_
 
+#include <array>
 #include <cstdint>
 #include <memory>
 #include <new>
@@ -74,6 +75,22 @@ inline constexpr uint64_t kMaxPutContainerBytes = 256ull << 20;
 enum class Components : uint8_t { kK = 1, kV = 2, kKV = 3 };
 std::string_view ComponentsName(Components c);
 
+// Same-host delivery (docs/protocols/objectcache-aggregated.md §8): the server writes the block
+// bytes into a buffer the client shared with it over the store's Unix socket (shm_wire.h), and the
+// stream carries only the records, each with the offset of its bytes in that buffer. The buffer is
+// a ring of `slots` layer slots: the server writes layer i into slot i mod slots once the client
+// has released layer i - slots.
+inline constexpr size_t kShmTokenBytes = 16;
+using ShmToken = std::array<uint8_t, kShmTokenBytes>;
+// Slots one request may use: a layer count fits in u16, so 65,535 slots hold any request whole.
+inline constexpr uint32_t kMaxShmSlots = 65535;
+struct ShmTarget {
+  ShmToken token{};    // what the registration answered: names the buffer
+  uint64_t nonce = 0;  // ≥ 1, chosen by the client; names this request in RELEASE/CANCEL
+  uint32_t slots = 0;  // 1..kMaxShmSlots
+  bool operator==(const ShmTarget&) const = default;
+};
+
 // The JSON body of POST /<bucket>?kvcs-aggregate.
 struct AggregateRequest {
   Digest scope_id{};
@@ -86,9 +103,14 @@ struct AggregateRequest {
   // Scheduling inputs (objectcache.md §3): engine compute per layer and stall target, in µs.
   uint64_t compute_us_per_layer = 0;
   uint64_t stall_target_us = 0;
+  // Same-host delivery into a registered buffer; inline (bytes in the HTTP body) when absent.
+  std::optional<ShmTarget> shm;
 };
 Result<AggregateRequest> ParseAggregateRequest(std::string_view json);
 std::string SerializeAggregateRequest(const AggregateRequest& r);
+
+// Where the block bytes travel: in the stream after each record, or in the registered buffer.
+enum class Delivery : uint8_t { kInline = 0, kShm = 1 };
 
 // Stream header (84 bytes).
 inline constexpr size_t kStreamHeaderBytes = 84;
@@ -100,6 +122,7 @@ struct StreamHeader {
   uint32_t block_count = 0;
   Digest compat_id{};
   Digest scope_id{};
+  Delivery delivery = Delivery::kInline;
   bool operator==(const StreamHeader&) const = default;
 };
 
@@ -121,8 +144,11 @@ enum class DigestKind : uint8_t {
 inline constexpr size_t kLayerFrameHeadBytes = 8;
 inline constexpr size_t kBlockRecordBytes = 52;
 inline constexpr size_t kEndFrameBytes = 8;
-inline constexpr uint8_t kLayerFrameType = 0x4C;  // 'L'
-inline constexpr uint8_t kEndFrameType = 0x45;    // 'E'
+inline constexpr uint8_t kLayerFrameType = 0x4C;     // 'L'
+inline constexpr uint8_t kEndFrameType = 0x45;       // 'E'
+inline constexpr uint8_t kShmLayerFrameType = 0x53;  // 'S': a layer frame of a shm stream
+// A shm stream's block record: the 52-byte record, then u64 offset of its bytes in the buffer.
+inline constexpr size_t kShmBlockRecordBytes = kBlockRecordBytes + 8;
 
 struct BlockRecord {
   BlockStatus status = BlockStatus::kPresent;
@@ -134,8 +160,12 @@ struct BlockRecord {
 };
 
 void EncodeStreamHeader(const StreamHeader& h, Bytes* out);
-void EncodeLayerFrameHead(uint16_t layer, uint32_t block_count, Bytes* out);
+void EncodeLayerFrameHead(uint16_t layer, uint32_t block_count, Bytes* out,
+                          Delivery delivery = Delivery::kInline);
 void EncodeBlockRecord(const BlockRecord& r, Bytes* out);  // the data follows, written by caller
+// A shm stream's record: where the block's carried bytes are in the registered buffer (0 when the
+// block is not present).
+void EncodeShmBlockRecord(const BlockRecord& r, uint64_t offset, Bytes* out);
 void EncodeEndFrame(uint32_t status, Bytes* out);
 
 // Validates a record's internal consistency (status/kind/lengths) against the components.
@@ -164,7 +194,8 @@ using BlockBytes = std::vector<uint8_t, DefaultInitAllocator<uint8_t>>;
 // One decoded block of a layer: its record and its carried bytes (K then V).
 struct LayerBlock {
   BlockRecord record;
-  BlockBytes data;
+  BlockBytes data;          // inline delivery; empty in a shm stream
+  uint64_t shm_offset = 0;  // shm delivery: offset of the carried bytes in the buffer
 };
 struct LayerEvent {
   uint16_t layer = 0;
@@ -193,6 +224,9 @@ class StreamDecoder {
  private:
   enum class State { kHeader, kFrameType, kLayerHead, kRecord, kData, kEnd, kDone, kFailed };
   Status Fail(Status s);
+  size_t RecordBytes() const {
+    return header_.delivery == Delivery::kShm ? kShmBlockRecordBytes : kBlockRecordBytes;
+  }
   Status Step(std::vector<StreamEvent>* events);
   State state_ = State::kHeader;
   Bytes buf_;  // fixed-size items being assembled
@@ -208,6 +242,8 @@ class StreamDecoder {
 // Checks a present block's carried bytes against its record (SHA-256(data) == digest and
 // lengths). Both digest kinds are checked the same way; the kind says who vouches for it.
 Status VerifyBlock(const LayerBlock& b);
+// The same for bytes that are elsewhere (a shm stream's block, in the registered buffer).
+Status VerifyBlockBytes(const BlockRecord& r, ByteSpan data);
 
 // Aggregated PUT body header (44 bytes): "KVAP" | version u8 | flags u8 | reserved u16 |
 // scope_id[32] | count u32; then count × (length u64 | container).

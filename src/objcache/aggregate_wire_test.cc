@@ -90,16 +90,48 @@ std::vector<Vector> Table() {
                    Rep("00", 48) + "03 00 0000" + Rep("00", 48) + "45 00 0000 00000000"),
                  {h, l3, EndEvent{0}}});
   }
+  {
+    // Same-host delivery: kv, layers 0..1, 2 blocks; the bytes are in the registered buffer, the
+    // records say where (layer 0 in slot 0 at offset 0, layer 1 in the slot at 0x1000).
+    StreamHeader h{Components::kKV, 1, 0, 2, 2, Dg(Rep("11", 32)), Dg(Rep("22", 32)),
+                   Delivery::kShm};
+    LayerEvent l0{0,
+                  {{{BlockStatus::kPresent, DigestKind::kLayer, 2, 1, Dg(kSha010203)}, {}, 0},
+                   {{BlockStatus::kMissing, DigestKind::kNone, 0, 0, Digest{}}, {}, 0}}};
+    LayerEvent l1{1,
+                  {{{BlockStatus::kPresent, DigestKind::kLayer, 1, 1, Dg(kShaAABB)}, {}, 0x1000},
+                   {{BlockStatus::kCorrupt, DigestKind::kNone, 0, 0, Digest{}}, {}, 0}}};
+    t.push_back({"shm_two_layers_offsets",
+                 H("4b564147 01 03 0001 0000 0002 00000002" + Rep("11", 32) + Rep("22", 32) +
+                   "01 00 0000"
+                   "53 00 0000 00000002"
+                   "00 01 0000 0000000000000002 0000000000000001" +
+                   kSha010203 + "0000000000000000" + "01 00 0000" + Rep("00", 48) +
+                   "0000000000000000"
+                   "53 00 0001 00000002"
+                   "00 01 0000 0000000000000001 0000000000000001" +
+                   kShaAABB + "0000000000001000" + "03 00 0000" + Rep("00", 48) +
+                   "0000000000000000" + "45 00 0000 00000000"),
+                 {h, l0, l1, EndEvent{0}}});
+  }
   return t;
 }
 
 Bytes Encode(const std::vector<StreamEvent>& events) {
   Bytes out;
+  Delivery delivery = Delivery::kInline;
   for (const auto& e : events) {
-    if (auto* h = std::get_if<StreamHeader>(&e)) EncodeStreamHeader(*h, &out);
+    if (auto* h = std::get_if<StreamHeader>(&e)) {
+      EncodeStreamHeader(*h, &out);
+      delivery = h->delivery;
+    }
     if (auto* l = std::get_if<LayerEvent>(&e)) {
-      EncodeLayerFrameHead(l->layer, static_cast<uint32_t>(l->blocks.size()), &out);
+      EncodeLayerFrameHead(l->layer, static_cast<uint32_t>(l->blocks.size()), &out, delivery);
       for (const auto& b : l->blocks) {
+        if (delivery == Delivery::kShm) {
+          EncodeShmBlockRecord(b.record, b.shm_offset, &out);
+          continue;
+        }
         EncodeBlockRecord(b.record, &out);
         out.insert(out.end(), b.data.begin(), b.data.end());
       }
@@ -119,7 +151,8 @@ bool Same(const std::vector<StreamEvent>& a, const std::vector<StreamEvent>& b) 
       const auto& m = std::get<LayerEvent>(b[i]);
       if (l->layer != m.layer || l->blocks.size() != m.blocks.size()) return false;
       for (size_t k = 0; k < l->blocks.size(); ++k)
-        if (!(l->blocks[k].record == m.blocks[k].record) || l->blocks[k].data != m.blocks[k].data)
+        if (!(l->blocks[k].record == m.blocks[k].record) || l->blocks[k].data != m.blocks[k].data ||
+            l->blocks[k].shm_offset != m.blocks[k].shm_offset)
           return false;
     }
     if (auto* e = std::get_if<EndEvent>(&a[i]))
@@ -136,9 +169,13 @@ Result<std::vector<StreamEvent>> Decode(ByteSpan bytes, size_t chunk) {
     KVCS_RETURN_IF_ERROR(d.Feed(bytes.subspan(i, std::min(chunk, bytes.size() - i)), &ev));
   }
   KVCS_RETURN_IF_ERROR(d.Finish());
-  for (const auto& e : ev)
-    if (auto* l = std::get_if<LayerEvent>(&e))
+  bool shm = false;
+  for (const auto& e : ev) {
+    if (auto* h = std::get_if<StreamHeader>(&e)) shm = h->delivery == Delivery::kShm;
+    // A shm stream's bytes are in the registered buffer; the client checks them there.
+    if (auto* l = std::get_if<LayerEvent>(&e); l && !shm)
       for (const auto& b : l->blocks) KVCS_RETURN_IF_ERROR(VerifyBlock(b));
+  }
   return ev;
 }
 
@@ -253,6 +290,32 @@ TEST(AggregateWire, TypedErrors) {
   auto r = Decode(data_flip, 5);
   EXPECT_EQ(r.status().code(), Code::kCorruption);
   EXPECT_TRUE(r.status().Is(WireError::kDigestMismatch));
+
+  // Same-host streams: their own frame type, a known delivery, no offset on an absent block.
+  const Bytes shm = Table()[3].bytes;
+  struct Case shm_cases[] = {
+      {"unknown delivery", 80, 2, WireError::kBadReserved},
+      {"inline frame in a shm stream", 84, kLayerFrameType, WireError::kBadFrameType},
+      {"offset on an absent block", 92 + 60 + 59, 1, WireError::kBadStatus},
+  };
+  for (const auto& c : shm_cases) {
+    Bytes b = shm;
+    b[c.offset] = c.value;
+    auto rs = Decode(b, 1);
+    ASSERT_FALSE(rs.ok()) << c.name;
+    EXPECT_TRUE(rs.status().Is(c.error)) << c.name << ": " << rs.status().ToString();
+  }
+  Bytes shm_in_inline = good;
+  shm_in_inline[84] = kShmLayerFrameType;
+  EXPECT_TRUE(Decode(shm_in_inline, 1).status().Is(WireError::kBadFrameType));
+}
+
+TEST(AggregateWire, VerifyBlockBytes) {
+  BlockRecord r{BlockStatus::kPresent, DigestKind::kLayer, 2, 1, Dg(kSha010203)};
+  const uint8_t good[] = {1, 2, 3}, bad[] = {1, 2, 4};
+  EXPECT_TRUE(VerifyBlockBytes(r, good).ok());
+  EXPECT_TRUE(VerifyBlockBytes(r, bad).Is(WireError::kDigestMismatch));
+  EXPECT_TRUE(VerifyBlockBytes(r, ByteSpan(good, 2)).Is(WireError::kDigestMismatch));
 }
 
 TEST(AggregateWire, RecordConsistency) {
@@ -285,6 +348,22 @@ TEST(AggregateRequestJson, RoundTrip) {
   EXPECT_EQ(r->compute_us_per_layer, 640u);
   EXPECT_EQ(r->stall_target_us, 200u);
   EXPECT_EQ(SerializeAggregateRequest(*r), text);  // nlohmann sorts members: canonical
+  EXPECT_FALSE(r->shm.has_value());
+
+  // The same request delivered into a registered buffer.
+  const std::string shm_text =
+      text.substr(0, text.size() - 1)
+          .replace(text.find("\"stall_target_us\""), 0,
+                   "\"shm_nonce\":18446744073709551615,\"shm_slots\":3,\"shm_token\":\"" +
+                       Rep("0f", 16) + "\",") +
+      "}";
+  auto rs = ParseAggregateRequest(shm_text);
+  ASSERT_TRUE(rs.ok()) << rs.status().ToString() << " " << shm_text;
+  ASSERT_TRUE(rs->shm.has_value());
+  EXPECT_EQ(rs->shm->nonce, UINT64_MAX);
+  EXPECT_EQ(rs->shm->slots, 3u);
+  EXPECT_EQ(rs->shm->token[15], 0x0f);
+  EXPECT_EQ(SerializeAggregateRequest(*rs), shm_text);
 }
 
 TEST(AggregateRequestJson, Rejects) {
@@ -321,6 +400,23 @@ TEST(AggregateRequestJson, Rejects) {
            ",\"codec\":\"raw\",\"layer_first\":65535,\"layer_count\":2,\"block_keys\":" + key + "}",
        WireError::kBadLayerRange},
       {"{\"v\":1," + ids + ",\"codec\":\"raw\",\"layer_first\":0,\"block_keys\":" + key + "}",
+       WireError::kJsonField},
+      {req("\"block_keys\":" + key + ",\"shm_token\":\"" + Rep("00", 16) + "\""),
+       WireError::kJsonField},
+      {req("\"block_keys\":" + key + ",\"shm_token\":\"" + Rep("0A", 16) +
+           "\",\"shm_nonce\":1,\"shm_slots\":1"),
+       WireError::kBadHex},
+      {req("\"block_keys\":" + key + ",\"shm_token\":\"" + Rep("00", 15) +
+           "\",\"shm_nonce\":1,\"shm_slots\":1"),
+       WireError::kBadHex},
+      {req("\"block_keys\":" + key + ",\"shm_token\":\"" + Rep("00", 16) +
+           "\",\"shm_nonce\":0,\"shm_slots\":1"),
+       WireError::kJsonField},
+      {req("\"block_keys\":" + key + ",\"shm_token\":\"" + Rep("00", 16) +
+           "\",\"shm_nonce\":1,\"shm_slots\":0"),
+       WireError::kJsonField},
+      {req("\"block_keys\":" + key + ",\"shm_token\":\"" + Rep("00", 16) +
+           "\",\"shm_nonce\":1,\"shm_slots\":65536"),
        WireError::kJsonField},
   };
   for (const auto& c : cases) {

@@ -1,14 +1,25 @@
 // ObjectCache client. See client.h.
 #include "objcache/client.h"
 
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cerrno>
 #include <chrono>
+#include <cstring>
 #include <ctime>
+#include <latch>
 #include <limits>
+#include <thread>
 
 #include <nlohmann/json.hpp>
 
 #include "common/asio.h"
 #include "common/hex.h"
+#include "objcache/shm_buffer.h"
 #include "s3/http_util.h"
 #include "s3/sigv4.h"
 
@@ -58,12 +69,135 @@ std::optional<std::string> HttpResult::Header(std::string_view name) const {
 }
 
 struct Client::Impl {
-  explicit Impl(ClientOptions o) : options(std::move(o)), socket(io) {}
+  explicit Impl(ClientOptions o)
+      : options(std::move(o)),
+        socket(io),
+        verify_threads(options.verify_threads ? std::min(options.verify_threads, kMaxVerifyThreads)
+                                              : std::clamp(std::thread::hardware_concurrency(), 1u,
+                                                           kMaxVerifyThreads)) {
+    RandomBytes(reinterpret_cast<uint8_t*>(&shm_nonce), sizeof shm_nonce);
+    if (verify_threads > 1) verify_pool = std::make_unique<asio::thread_pool>(verify_threads - 1);
+  }
+  ~Impl() {
+    DropShm();
+    if (verify_pool) verify_pool->join();
+  }
   ClientOptions options;
   asio::io_context io;
   tcp::socket socket;
   beast::flat_buffer buffer;
   bool connected = false;
+  const uint32_t verify_threads;
+  std::unique_ptr<asio::thread_pool> verify_pool;  // verify_threads - 1 helpers
+
+  // Runs fn(i) for i in [0, n) on the calling thread and the verify pool; returns when all ran.
+  template <typename Fn>
+  void ParallelFor(size_t n, Fn fn) {
+    std::atomic<size_t> next{0};
+    auto work = [&] {
+      for (size_t i; (i = next.fetch_add(1, std::memory_order_relaxed)) < n;) fn(i);
+    };
+    const size_t helpers = verify_pool ? std::min<size_t>(verify_threads - 1, n ? n - 1 : 0) : 0;
+    std::latch done(static_cast<ptrdiff_t>(helpers));
+    for (size_t t = 0; t < helpers; ++t)
+      asio::post(*verify_pool, [&] {
+        work();
+        done.count_down();
+      });
+    work();
+    done.wait();
+  }
+
+  // Same-host delivery: the registered buffer and its registration connection (-1: none).
+  std::unique_ptr<SharedBuffer> shm_buffer;
+  int shm_sock = -1;
+  ShmToken shm_token{};
+  uint64_t shm_nonce = 0;  // the last request's; the next is one more (never 0)
+
+  Status ShmError(std::string what) const {
+    return Status(Code::kUnavailable, "objcache client: shm socket " + options.shm_socket + ": " +
+                                          what + " (is `kvcs store --shm-socket` running there?)");
+  }
+  void DropShm() {
+    if (shm_sock >= 0) ::close(shm_sock);
+    shm_sock = -1;
+    shm_buffer.reset();
+  }
+  // Registers a buffer on the store's socket unless one is registered.
+  Status EnsureShm() {
+    if (shm_sock >= 0) return Status::Ok();
+    if (options.shm_slots < 1 || options.shm_slots > kMaxShmSlots)
+      return InvalidArgument("objcache client: shm_slots must be 1..65535");
+    sockaddr_un addr{};
+    addr.sun_family = AF_UNIX;
+    if (options.shm_socket.size() >= sizeof addr.sun_path) return ShmError("path too long");
+    std::memcpy(addr.sun_path, options.shm_socket.data(), options.shm_socket.size());
+    KVCS_ASSIGN_OR_RETURN(auto buf, SharedBuffer::Create(options.shm_buffer_bytes));
+    int fd = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (fd < 0) return ShmError(std::strerror(errno));
+    if (::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0) {
+      Status s = ShmError(std::string("connect: ") + std::strerror(errno));
+      ::close(fd);
+      return s;
+    }
+    Bytes msg;
+    EncodeShmMessage(ShmMessage{ShmMessageType::kRegister}, &msg);
+    Status s = SendWithFd(fd, msg, buf->fd());
+    uint8_t in[kShmMessageBytes];
+    size_t got = 0;
+    while (s.ok() && got < sizeof in) {
+      ssize_t n = ::recv(fd, in + got, sizeof in - got, 0);
+      if (n < 0 && errno == EINTR) continue;
+      if (n <= 0)
+        s = ShmError("the store closed the registration");
+      else
+        got += size_t(n);
+    }
+    Result<ShmMessage> answer = s.ok() ? DecodeShmMessage(ByteSpan(in, sizeof in)) : s;
+    if (answer.ok() && (answer->type != ShmMessageType::kRegistered ||
+                        (answer->status == ShmRegisterStatus::kOk && answer->value != buf->size())))
+      answer = ShmError("unexpected answer to REGISTER");
+    if (!answer.ok()) {
+      ::close(fd);
+      return answer.status();
+    }
+    if (answer->status != ShmRegisterStatus::kOk) {
+      ::close(fd);
+      return Status(Code::kFailedPrecondition,
+                    "objcache client: the store refused the shared buffer: " +
+                        std::string(ShmRegisterStatusName(answer->status)));
+    }
+    shm_sock = fd;
+    shm_buffer = std::move(buf);
+    shm_token = answer->token;
+    return Status::Ok();
+  }
+  // RELEASE or CANCEL for the current request; a broken registration is dropped (the next
+  // request registers again, and the store ends this one when it notices). The buffer stays mapped
+  // until then: records of this request still point into it.
+  void ShmTell(ShmMessageType type, uint32_t released) {
+    if (shm_sock < 0) return;
+    ShmMessage m;
+    m.type = type;
+    m.value = shm_nonce;
+    m.released = released;
+    Bytes out;
+    EncodeShmMessage(m, &out);
+    size_t sent = 0;
+    while (sent < out.size()) {
+      ssize_t n = ::send(shm_sock, out.data() + sent, out.size() - sent, MSG_NOSIGNAL);
+      if (n < 0 && errno == EINTR) continue;
+      if (n <= 0) {
+        ::close(shm_sock);
+        shm_sock = -1;
+        return;
+      }
+      sent += size_t(n);
+    }
+  }
+
+  Result<AggregateStats> Aggregate(const std::string& bucket, AggregateRequest request,
+                                   const LayerCallback& on_layer);
 
   std::string HostHeader() const { return options.host + ":" + std::to_string(options.port); }
 
@@ -188,24 +322,43 @@ Status Client::CreateBucket(const std::string& bucket) {
 Result<AggregateStats> Client::AggregateGet(const std::string& bucket,
                                             const AggregateRequest& request,
                                             const LayerCallback& on_layer) {
-  KVCS_RETURN_IF_ERROR(impl_->Connect());
+  auto r = impl_->Aggregate(bucket, request, on_layer);
+  // A store restarted since the registration no longer knows the buffer: register again, once.
+  if (!r.ok() && impl_->shm_sock >= 0 &&
+      r.status().message().find("ShmUnknownToken") != std::string::npos) {
+    impl_->DropShm();
+    r = impl_->Aggregate(bucket, request, on_layer);
+  }
+  return r;
+}
+
+Result<AggregateStats> Client::Impl::Aggregate(const std::string& bucket, AggregateRequest request,
+                                               const LayerCallback& on_layer) {
+  KVCS_RETURN_IF_ERROR(Connect());
+  request.shm.reset();
+  const bool shm = !options.shm_socket.empty();
+  if (shm) {
+    KVCS_RETURN_IF_ERROR(EnsureShm());
+    if (++shm_nonce == 0) ++shm_nonce;
+    request.shm = ShmTarget{shm_token, shm_nonce, options.shm_slots};
+  }
   std::string json = SerializeAggregateRequest(request);
   auto t0 = std::chrono::steady_clock::now();
-  auto head = impl_->Head("POST", "/" + bucket, "kvcs-aggregate", ToHex(Sha256::Hash(json)),
-                          json.size(), true, {{"Content-Type", "application/json"}});
-  Status s = impl_->SendHead(head);
-  if (s.ok()) s = impl_->SendRaw(AsBytes(json));
+  auto head = Head("POST", "/" + bucket, "kvcs-aggregate", ToHex(Sha256::Hash(json)), json.size(),
+                   true, {{"Content-Type", "application/json"}});
+  Status s = SendHead(head);
+  if (s.ok()) s = SendRaw(AsBytes(json));
   if (!s.ok()) {
-    impl_->Close();
+    Close();
     return s;
   }
   beast::error_code ec;
   http::response_parser<http::buffer_body> p;
   // Not boost::none: Beast 1.74 compares Content-Length > an empty optional, which is always true.
   p.body_limit(std::numeric_limits<std::uint64_t>::max());
-  http::read_header(impl_->socket, impl_->buffer, p, ec);
+  http::read_header(socket, buffer, p, ec);
   if (ec) {
-    impl_->Close();
+    Close();
     return Transport(ec, "read response head");
   }
   if (p.get().result_int() != 200) {
@@ -215,13 +368,13 @@ Result<AggregateStats> Client::AggregateGet(const std::string& bucket,
     while (!p.is_done() && err.size() < kMaxSmallResponse) {
       p.get().body().data = chunk.data();
       p.get().body().size = chunk.size();
-      http::read(impl_->socket, impl_->buffer, p, ec);
+      http::read(socket, buffer, p, ec);
       if (ec == http::error::need_buffer) ec = {};
       if (ec) break;
       err.append(reinterpret_cast<char*>(chunk.data()), chunk.size() - p.get().body().size);
     }
     int code = static_cast<int>(p.get().result_int());
-    impl_->Close();
+    Close();
     return Status(code == 404 ? Code::kNotFound
                               : (code == 403 ? Code::kPermissionDenied : Code::kInvalidArgument),
                   "aggregate: HTTP " + std::to_string(code) + ": " + err);
@@ -231,8 +384,10 @@ Result<AggregateStats> Client::AggregateGet(const std::string& bucket,
   std::vector<StreamEvent> events;
   Status feed_status;
   bool header_seen = false;
+  uint32_t layers_done = 0;
   auto fail = [&](Status st) {
-    impl_->Close();
+    Close();
+    if (shm) ShmTell(ShmMessageType::kCancel, 0);  // the store stops writing into the buffer
     return st;
   };
   // Chunked bodies (what the server sends): the parser hands each piece of chunk data straight
@@ -249,12 +404,16 @@ Result<AggregateStats> Client::AggregateGet(const std::string& bucket,
   p.on_chunk_body(on_chunk_body);
   p.eager(true);
   Bytes chunk(kPlainBodyChunk);
-  beast::flat_buffer& in = impl_->buffer;
+  beast::flat_buffer& in = buffer;
+  bool need_more = false;  // the buffer ends inside a chunk header or line
   while (!p.is_done()) {
-    if (in.size() == 0) {
+    if (in.size() == 0 || need_more) {
       // One large receive per step: Beast's own read loop would receive at most 64 KiB (and only
       // max(512, free capacity) with a small buffer: 514-byte recv calls were the bottleneck).
-      size_t n = impl_->socket.read_some(in.prepare(kReadChunk), ec);
+      // A line that never ends would grow the buffer; kMaxSmallResponse bounds it.
+      if (in.size() > kMaxSmallResponse)
+        return fail(InvalidArgument("aggregate: chunk line too long"));
+      size_t n = socket.read_some(in.prepare(kReadChunk), ec);
       if (ec == asio::error::eof) {
         p.put_eof(ec);
         if (ec) return fail(Transport(ec, "read body"));
@@ -262,22 +421,17 @@ Result<AggregateStats> Client::AggregateGet(const std::string& bucket,
       }
       if (ec) return fail(Transport(ec, "read body"));
       in.commit(n);
+      need_more = false;
     }
     p.get().body().data = chunk.data();
     p.get().body().size = chunk.size();
     size_t used = p.put(in.data(), ec);
     in.consume(used);
     if (ec == http::error::need_more) {
-      // The buffer ends inside a chunk header or line: receive more after it. A line that never
-      // ends would grow the buffer; kMaxSmallResponse bounds it.
+      // Receive more, but only after handing over what this step completed: a same-host store
+      // waits for the release of a delivered layer before it sends the next.
       ec = {};
-      if (in.size() > kMaxSmallResponse)
-        return fail(InvalidArgument("aggregate: chunk line too long"));
-      if (in.size() > 0) {
-        size_t n = impl_->socket.read_some(in.prepare(kReadChunk), ec);
-        if (ec) return fail(Transport(ec, "read body"));
-        in.commit(n);
-      }
+      need_more = true;
     } else if (ec == http::error::need_buffer) {
       ec = {};  // `chunk` is full: decode it and go on
     }
@@ -292,34 +446,51 @@ Result<AggregateStats> Client::AggregateGet(const std::string& bucket,
         if (h->compat_id != request.compat_id || h->scope_id != request.scope_id ||
             h->codec != request.codec || h->layer_first != request.layer_first ||
             h->layer_count != request.layer_count || h->block_count != request.block_keys.size() ||
-            h->components != request.components)
+            h->components != request.components ||
+            h->delivery != (shm ? Delivery::kShm : Delivery::kInline))
           return fail(InvalidArgument("aggregate: stream header does not match the request"));
         header_seen = true;
       } else if (auto* l = std::get_if<LayerEvent>(&ev)) {
         DeliveredLayer dl;
         dl.layer = l->layer;
-        dl.blocks.reserve(l->blocks.size());
-        for (const LayerBlock& b : l->blocks) {
-          DeliveredBlock db;
+        dl.blocks.resize(l->blocks.size());
+        for (size_t i = 0; i < l->blocks.size(); ++i) {
+          const LayerBlock& b = l->blocks[i];
+          DeliveredBlock& db = dl.blocks[i];
           db.status = b.record.status;
-          if (b.record.status == BlockStatus::kPresent) {
-            if (VerifyBlock(b).ok()) {
-              db.k_len = b.record.k_len;
-              db.v_len = b.record.v_len;
-              db.data = b.data;
-              stats.payload_bytes += b.data.size();
-            } else {
-              db.status = BlockStatus::kCorrupt;
-              ++stats.corrupt_blocks;
-            }
+          if (b.record.status != BlockStatus::kPresent) continue;
+          db.k_len = b.record.k_len;
+          db.v_len = b.record.v_len;
+          db.data = b.data;
+          if (shm) {  // in the shared buffer; the decoder bounded the lengths, not the offset
+            const uint64_t len = b.record.k_len + b.record.v_len, size = shm_buffer->size();
+            if (b.shm_offset > size || len > size - b.shm_offset)
+              return fail(InvalidArgument("aggregate: block bytes outside the shared buffer"));
+            db.data = ByteSpan(shm_buffer->data() + b.shm_offset, len);
           }
-          dl.blocks.push_back(db);
+        }
+        // Every present block's digest, on verify_threads threads; a mismatch is handed over as
+        // corrupt with no data.
+        std::vector<uint8_t> bad(dl.blocks.size(), 0);
+        ParallelFor(dl.blocks.size(), [&](size_t i) {
+          bad[i] = !VerifyBlockBytes(l->blocks[i].record, dl.blocks[i].data).ok();
+        });
+        for (size_t i = 0; i < dl.blocks.size(); ++i) {
+          DeliveredBlock& db = dl.blocks[i];
+          if (db.status != BlockStatus::kPresent) continue;
+          if (bad[i]) {
+            db = DeliveredBlock{BlockStatus::kCorrupt, 0, 0, {}};
+            ++stats.corrupt_blocks;
+          } else {
+            stats.payload_bytes += db.data.size();
+          }
         }
         Status cb = on_layer(dl);
         double t = Since(t0);
         if (stats.layer_seconds.empty()) stats.first_layer_seconds = t;
         stats.layer_seconds.push_back(t);
         if (!cb.ok()) return fail(cb);
+        if (shm) ShmTell(ShmMessageType::kRelease, ++layers_done);
         decoder.Recycle(std::move(*l));
       }
     }
@@ -328,7 +499,7 @@ Result<AggregateStats> Client::AggregateGet(const std::string& bucket,
   }
   Status fin = decoder.Finish();
   if (!fin.ok() || !header_seen) return fail(fin.ok() ? InvalidArgument("no header") : fin);
-  if (!p.keep_alive()) impl_->Close();
+  if (!p.keep_alive()) Close();
   stats.total_seconds = Since(t0);
   return stats;
 }

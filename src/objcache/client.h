@@ -31,10 +31,26 @@ struct ClientOptions {
   std::string access_key;
   std::string secret_key;
   std::string region = "us-east-1";
+  // Same-host delivery (docs/protocols/objectcache-aggregated.md §8). When shm_socket names the
+  // store's Unix socket, AggregateGet registers a shared buffer of shm_buffer_bytes there (once,
+  // on first use; again if the store forgot it) and the store writes the block bytes into it
+  // instead of the HTTP body: the callback's spans then point into that buffer, verified in place.
+  std::string shm_socket;
+  // Must hold shm_slots layers of a request (the store says how much it needs if not).
+  uint64_t shm_buffer_bytes = 256ull << 20;
+  // Layers in the buffer at once: with 2 the store fills layer l+1 while the engine uses layer l.
+  uint32_t shm_slots = 2;
+  // Threads that verify a delivered layer's digests (the calling thread is one of them); 0 = one
+  // per core, at most kMaxVerifyThreads. SHA-256 runs at ~1.4 GB/s per core with SHA-NI, so one
+  // thread caps a same-host delivery at that rate.
+  uint32_t verify_threads = 0;
 };
+inline constexpr uint32_t kMaxVerifyThreads = 8;
 
 // One block of a delivered layer. data holds the carried bytes (K then V, per the components)
-// when status == kPresent and the digest verified; empty otherwise.
+// when status == kPresent and the digest verified; empty otherwise. With same-host delivery it
+// points into the shared buffer (the store does not touch that layer's slot until the callback
+// has returned).
 struct DeliveredBlock {
   BlockStatus status = BlockStatus::kMissing;
   uint64_t k_len = 0, v_len = 0;
@@ -84,6 +100,8 @@ class Client {
   // POST /<bucket>?kvcs-aggregate. Fails on transport errors, a non-200 answer (message holds the
   // S3 error), a malformed or truncated stream, a header that does not match the request, or a
   // callback error. Corrupt blocks do not fail the call; they are counted and reported.
+  // Delivered through the shared buffer when options.shm_socket is set (request.shm is ignored:
+  // the client fills it in).
   Result<AggregateStats> AggregateGet(const std::string& bucket, const AggregateRequest& request,
                                       const LayerCallback& on_layer);
 

@@ -17,6 +17,7 @@
 #include "kvsp/codec.h"
 #include "kvsp/container.h"
 #include "objcache/aggregate_wire.h"
+#include "objcache/shm_server.h"
 #include "sched/pacer.h"
 
 namespace kvcs::objcache {
@@ -46,6 +47,15 @@ constexpr size_t kMaxWindowItems = 16384;
 constexpr size_t kSpareWindows = 2;
 // Chunk of a streamed KVSP response.
 constexpr size_t kKvspChunkBytes = 1u << 20;
+// Same-host delivery: how long a request waits for its client to release a slot (or for the
+// buffer to be free) before it gives up; an engine computes one layer in milliseconds, so this
+// only ends requests whose client stopped without cancelling.
+constexpr auto kShmWaitTimeout = std::chrono::seconds(30);
+// Block bytes in a shared buffer start on a cache line.
+constexpr uint64_t kShmAlign = 64;
+// End frame status of a same-host stream that its client cancelled, or whose buffer it did not
+// release in time or whose registration closed.
+constexpr uint32_t kEndShmAbandoned = 1;
 
 double NowSeconds() {
   return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
@@ -192,6 +202,53 @@ struct Window {
   bool last = false;
 };
 
+// The record and read of block b of `layer`, from the probe.
+Item PlanItem(const std::vector<BlockSlot>& slots, Components comps, uint32_t nb, uint32_t layer,
+              uint32_t b) {
+  Item it;
+  it.layer = static_cast<uint16_t>(layer);
+  it.block = b;
+  it.frame_head = b == 0;
+  it.last_of_layer = b + 1 == nb;
+  const BlockSlot& s = slots[b];
+  it.record = BlockRecord{s.status, DigestKind::kNone, 0, 0, Digest{}};
+  if (s.status == BlockStatus::kPresent) {
+    it.entry = s.view.Find(layer);
+    if (!it.entry) {
+      it.record.status = BlockStatus::kLayerNotHeld;
+    } else {
+      it.read_len = it.entry->k_len + it.entry->v_len;
+      it.record.k_len = comps == Components::kV ? 0 : it.entry->k_len;
+      it.record.v_len = comps == Components::kK ? 0 : it.entry->v_len;
+      it.record.digest_kind = comps == Components::kKV ? DigestKind::kLayer : DigestKind::kSection;
+      it.record.digest = it.entry->digest;
+    }
+  }
+  return it;
+}
+
+// Checks a planned item's read (`rr`, null when nothing was read) and, for k or v alone, the
+// producer's layer digest over the K+V read into `kv`; returns the final record and sets *carried
+// to where its carried bytes are (null when it carries none).
+BlockRecord FinalizeItem(const Item& it, const store::RangeRead* rr, const BlockSlot& slot,
+                         Components comps, const uint8_t* kv, const uint8_t** carried) {
+  *carried = nullptr;
+  BlockRecord rec = it.record;
+  if (!it.read_len) return rec;
+  if (!rr->result.ok() || *rr->result != it.read_len)
+    return BlockRecord{BlockStatus::kReadError, DigestKind::kNone, 0, 0, Digest{}};
+  if (comps == Components::kKV) {
+    *carried = kv;
+    return rec;
+  }
+  ByteSpan k(kv, it.entry->k_len), v(kv + it.entry->k_len, it.entry->v_len);
+  if (!kvsp::VerifyLayer(slot.view, it.layer, k, v).ok())
+    return BlockRecord{BlockStatus::kCorrupt, DigestKind::kNone, 0, 0, Digest{}};
+  *carried = comps == Components::kK ? k.data() : v.data();
+  rec.digest = Sha256::Hash(comps == Components::kK ? k : v);
+  return rec;
+}
+
 }  // namespace
 
 struct Service::Impl {
@@ -246,7 +303,12 @@ struct Service::Impl {
            kEndFrameBytes;
   }
 
+  std::unique_ptr<ShmServer> shm;  // same-host delivery, when listening
+
   Awaitable<void> AggregateGet(ExtensionContext& ctx);
+  Awaitable<void> AggregateGetShm(ExtensionContext& ctx, std::shared_ptr<AggregateRequest> req,
+                                  std::shared_ptr<std::vector<BlockSlot>> slots,
+                                  std::shared_ptr<ShmRegistration> reg, double first_layer_bytes);
   Awaitable<void> AggregatePut(ExtensionContext& ctx);
   Awaitable<void> KvspBlock(ExtensionContext& ctx);
   Awaitable<void> KvspPrefix(ExtensionContext& ctx);
@@ -366,10 +428,44 @@ Awaitable<void> Service::Impl::AggregateGet(ExtensionContext& ctx) {
     co_return;
   }
   auto req = std::make_shared<AggregateRequest>(std::move(*parsed));
+  std::shared_ptr<ShmRegistration> reg;
+  if (req->shm) {
+    reg = shm ? shm->Find(req->shm->token) : nullptr;
+    if (!reg) {
+      co_await ctx.response.SendError(
+          400, shm ? "ShmUnknownToken" : "InvalidRequest",
+          shm ? "unknown shm_token: register the buffer on the store's shm socket first (the "
+                "registration ends when its connection closes)"
+              : "this store has no shm socket: start it with --shm-socket, or ask without shm_*");
+      co_return;
+    }
+  }
   auto bucket_ok = ctx.store.HeadBucket(ctx.request.bucket);
   if (!bucket_ok.ok()) {
     co_await StoreError(ctx, bucket_ok.status());
     co_return;
+  }
+  // The buffer serves one request at a time: wait for an earlier one to end (its client may have
+  // cancelled it and not yet seen the end); unclaimed on every exit below.
+  struct Unclaim {
+    std::shared_ptr<ShmRegistration> reg;
+    uint64_t nonce;
+    ~Unclaim() {
+      if (reg) reg->Unclaim(nonce);
+    }
+  } unclaim{nullptr, 0};
+  if (reg) {
+    bool claimed = co_await reg->Claim(req->shm->nonce, ctx.executor,
+                                       ShmRegistration::Clock::now() + kShmWaitTimeout);
+    if (!claimed) {
+      co_await ctx.response.SendError(
+          409, "ShmBufferBusy",
+          "the shared buffer is in use by another request (or its registration ended): wait for "
+          "it, or register another buffer");
+      co_return;
+    }
+    unclaim.reg = reg;
+    unclaim.nonce = req->shm->nonce;
   }
   auto codec = kvsp::CodecFromValue(req->codec);
   const std::string codec_name(kvsp::CodecName(*codec));
@@ -394,32 +490,16 @@ Awaitable<void> Service::Impl::AggregateGet(ExtensionContext& ctx) {
   const uint32_t nb = static_cast<uint32_t>(req->block_keys.size());
   const Components comps = req->components;
   auto plan_item = [slots, comps, nb](uint32_t layer, uint32_t b) {
-    Item it;
-    it.layer = static_cast<uint16_t>(layer);
-    it.block = b;
-    it.frame_head = b == 0;
-    it.last_of_layer = b + 1 == nb;
-    const BlockSlot& s = (*slots)[b];
-    it.record = BlockRecord{s.status, DigestKind::kNone, 0, 0, Digest{}};
-    if (s.status == BlockStatus::kPresent) {
-      it.entry = s.view.Find(layer);
-      if (!it.entry) {
-        it.record.status = BlockStatus::kLayerNotHeld;
-      } else {
-        it.read_len = it.entry->k_len + it.entry->v_len;
-        it.record.k_len = comps == Components::kV ? 0 : it.entry->k_len;
-        it.record.v_len = comps == Components::kK ? 0 : it.entry->v_len;
-        it.record.digest_kind =
-            comps == Components::kKV ? DigestKind::kLayer : DigestKind::kSection;
-        it.record.digest = it.entry->digest;
-      }
-    }
-    return it;
+    return PlanItem(*slots, comps, nb, layer, b);
   };
   double first_layer_bytes = 0;
   for (uint32_t b = 0; b < nb; ++b) {
     Item it = plan_item(req->layer_first, b);
     first_layer_bytes += double(it.record.k_len + it.record.v_len);
+  }
+  if (reg) {
+    co_await AggregateGetShm(ctx, req, slots, reg, first_layer_bytes);
+    co_return;
   }
 
   // Fills `win` with the next items from *next_item (layer index * nb + block): at most
@@ -518,25 +598,12 @@ Awaitable<void> Service::Impl::AggregateGet(ExtensionContext& ctx) {
         std::memcpy(win.out.data() + cursor, fh.data(), fh.size());
         cursor += fh.size();
       }
-      BlockRecord rec = it.record;
       const uint8_t* data = nullptr;
-      if (it.read_len) {
-        const store::RangeRead& rr = win.reads[read_idx++];
-        if (!rr.result.ok() || *rr.result != it.read_len) {
-          rec = BlockRecord{BlockStatus::kReadError, DigestKind::kNone, 0, 0, Digest{}};
-        } else if (comps == Components::kKV) {
-          data = win.out.data() + it.out_offset + kBlockRecordBytes;
-        } else {
-          const uint8_t* kv = win.scratch.data() + it.scratch_offset;
-          ByteSpan k(kv, it.entry->k_len), v(kv + it.entry->k_len, it.entry->v_len);
-          if (!kvsp::VerifyLayer((*slots)[it.block].view, it.layer, k, v).ok()) {
-            rec = BlockRecord{BlockStatus::kCorrupt, DigestKind::kNone, 0, 0, Digest{}};
-          } else {
-            data = comps == Components::kK ? k.data() : v.data();
-            rec.digest = Sha256::Hash(comps == Components::kK ? k : v);
-          }
-        }
-      }
+      const store::RangeRead* rr = it.read_len ? &win.reads[read_idx++] : nullptr;
+      const uint8_t* kv = comps == Components::kKV
+                              ? win.out.data() + it.out_offset + kBlockRecordBytes
+                              : win.scratch.data() + it.scratch_offset;
+      BlockRecord rec = FinalizeItem(it, rr, (*slots)[it.block], comps, kv, &data);
       Bytes rb;
       EncodeBlockRecord(rec, &rb);
       std::memcpy(win.out.data() + cursor, rb.data(), rb.size());
@@ -584,6 +651,181 @@ Awaitable<void> Service::Impl::AggregateGet(ExtensionContext& ctx) {
     (void)scheduler.Finish(id, NowSeconds());
   }
   if (ok) co_await ctx.response.Finish();
+}
+
+// Same-host delivery (docs §8): layer i of the request goes into slot i mod S of the client's
+// registered buffer, each block at a cache-line-aligned offset; the stream carries only records
+// with offsets. Before writing layer i ≥ S the handler waits until the client released layer i - S.
+Awaitable<void> Service::Impl::AggregateGetShm(ExtensionContext& ctx,
+                                               std::shared_ptr<AggregateRequest> req,
+                                               std::shared_ptr<std::vector<BlockSlot>> slots,
+                                               std::shared_ptr<ShmRegistration> reg,
+                                               double first_layer_bytes) {
+  const uint32_t nb = static_cast<uint32_t>(req->block_keys.size());
+  const Components comps = req->components;
+  const uint32_t nslots = req->shm->slots;
+  const uint64_t nonce = req->shm->nonce;
+  const uint64_t slot_bytes = reg->buffer().size() / nslots / kShmAlign * kShmAlign;
+  auto align = [](uint64_t x) { return (x + kShmAlign - 1) / kShmAlign * kShmAlign; };
+  // A slot must hold any requested layer: Σ over blocks of its largest carried layer (exact for
+  // fixed-size codecs), checked from the probed tables before a byte is sent.
+  uint64_t need = 0;
+  const uint32_t last = req->layer_first + req->layer_count - 1;
+  for (const BlockSlot& s : *slots) {
+    if (s.status != BlockStatus::kPresent) continue;
+    uint64_t m = 0;
+    for (const kvsp::LayerEntry& e : s.view.layers) {
+      if (e.layer < req->layer_first || e.layer > last) continue;
+      m = std::max(
+          m, (comps == Components::kV ? 0 : e.k_len) + (comps == Components::kK ? 0 : e.v_len));
+    }
+    need += align(m);
+  }
+  if (need > slot_bytes) {
+    co_await ctx.response.SendError(
+        400, "InvalidRequest",
+        "shm buffer too small: a layer of this request needs up to " + std::to_string(need) +
+            " bytes and the buffer holds " + std::to_string(nslots) + " slots of " +
+            std::to_string(slot_bytes) + " bytes; register at least " +
+            std::to_string(need * nslots) + " bytes or ask for fewer slots");
+    co_return;
+  }
+
+  s3::HeaderList stream_headers = {{"Content-Type", kStreamContentType}};
+  Status st = co_await ctx.response.Start(200, std::move(stream_headers), std::nullopt);
+  if (!st.ok()) co_return;
+  Bytes frame;
+  StreamHeader sh{comps,
+                  req->codec,
+                  static_cast<uint16_t>(req->layer_first),
+                  static_cast<uint16_t>(req->layer_count),
+                  nb,
+                  req->compat_id,
+                  req->scope_id,
+                  Delivery::kShm};
+  EncodeStreamHeader(sh, &frame);
+  st = co_await ctx.response.Write(frame);
+  if (!st.ok()) co_return;
+
+  const bool paced = options.bandwidth_cap > 0;
+  const uint64_t id = next_id.fetch_add(1);
+  if (paced) {
+    sched::Demand d;
+    d.id = id;
+    d.bytes_per_layer = std::max(1.0, first_layer_bytes);
+    d.compute_per_layer = double(req->compute_us_per_layer) * 1e-6;
+    d.stall_target = double(req->stall_target_us) * 1e-6;
+    d.layers_remaining = req->layer_count;
+    std::lock_guard<std::mutex> lock(sched_mu);
+    (void)scheduler.Admit(d, NowSeconds());
+  }
+  sched::Pacer pacer;
+  // k or v alone: K+V are read into a window's scratch to check the producer's layer digest.
+  auto scratch_win = comps == Components::kKV ? nullptr : TakeWindow();
+  uint8_t* const buf = reg->buffer().data();
+  bool abandoned = false;
+  std::vector<Item> items;
+  std::vector<uint64_t> offsets;  // per block of the layer: where its bytes go in the buffer
+  for (uint32_t i = 0; i < req->layer_count && !abandoned; ++i) {
+    if (i >= nslots) {
+      bool released = co_await reg->WaitReleased(nonce, i - nslots + 1, ctx.executor,
+                                                 ShmRegistration::Clock::now() + kShmWaitTimeout);
+      if (!released) {
+        abandoned = true;
+        break;
+      }
+    } else if (!reg->Live(nonce)) {  // cancelled or closed while the ring still had free slots
+      abandoned = true;
+      break;
+    }
+    const uint32_t layer = req->layer_first + i;
+    const uint64_t base = uint64_t(i % nslots) * slot_bytes;
+    items.clear();
+    offsets.assign(nb, 0);
+    uint64_t cursor = base;
+    for (uint32_t b = 0; b < nb; ++b) {
+      items.push_back(PlanItem(*slots, comps, nb, layer, b));
+      offsets[b] = cursor;
+      cursor += align(items.back().record.k_len + items.back().record.v_len);
+    }
+    // Reads in batches of at most window_bytes (the scratch of k/v-only requests) and
+    // kMaxWindowItems, each run on the store's threads.
+    frame.clear();
+    EncodeLayerFrameHead(static_cast<uint16_t>(layer), nb, &frame, Delivery::kShm);
+    uint64_t carried_bytes = 0;
+    for (uint32_t b0 = 0; b0 < nb;) {
+      auto reads = std::make_shared<std::vector<store::RangeRead>>();
+      if (scratch_win) {  // sized before any span points into it: no reallocation in the batch
+        uint64_t want = std::max<uint64_t>(options.window_bytes, items[b0].read_len);
+        if (scratch_win->scratch.size() < want) scratch_win->scratch.resize(want);
+      }
+      uint64_t batch = 0;
+      uint32_t b1 = b0;
+      for (; b1 < nb; ++b1) {
+        const Item& it = items[b1];
+        if (b1 > b0 && (batch + it.read_len > options.window_bytes || b1 - b0 == kMaxWindowItems))
+          break;
+        if (!it.read_len) continue;
+        store::RangeRead rr;
+        rr.reader = (*slots)[b1].reader.get();
+        rr.offset = it.entry->k.offset;
+        if (comps == Components::kKV) {
+          rr.out = std::span<uint8_t>(buf + offsets[b1], it.read_len);
+        } else {
+          rr.out = std::span<uint8_t>(scratch_win->scratch.data() + batch, it.read_len);
+        }
+        batch += it.read_len;
+        reads->push_back(std::move(rr));
+      }
+      if (!reads->empty()) {
+        // The job keeps what it writes into (the registration's mapping, the k/v scratch) and
+        // the readers alive: it runs on even if this handler's frame is destroyed meanwhile.
+        OffloadJob job = OffloadJob::Start(
+            pool, [reads, slots, reg, scratch_win, &store = ctx.store] { store.ReadMany(*reads); });
+        co_await job.Wait(ctx.executor);
+      }
+      size_t r = 0;
+      for (uint32_t b = b0; b < b1; ++b) {
+        const Item& it = items[b];
+        const store::RangeRead* rr = it.read_len ? &(*reads)[r++] : nullptr;
+        const uint8_t* kv =
+            comps == Components::kKV ? buf + offsets[b] : (rr ? rr->out.data() : nullptr);
+        const uint8_t* carried = nullptr;
+        BlockRecord rec = FinalizeItem(it, rr, (*slots)[b], comps, kv, &carried);
+        const uint64_t len = rec.k_len + rec.v_len;
+        if (carried && len && carried != buf + offsets[b])
+          std::memcpy(buf + offsets[b], carried, len);
+        carried_bytes += len;
+        EncodeShmBlockRecord(rec, rec.status == BlockStatus::kPresent ? offsets[b] : 0, &frame);
+      }
+      b0 = b1;
+    }
+    if (paced) {
+      double rate;
+      {
+        std::lock_guard<std::mutex> lock(sched_mu);
+        rate = scheduler.RateOf(id);
+      }
+      double at = pacer.Reserve(NowSeconds(), double(carried_bytes + frame.size()), rate);
+      co_await SleepUntil(ctx.executor, at);
+    }
+    st = co_await ctx.response.Write(frame);
+    if (!st.ok()) break;
+    if (paced) {
+      std::lock_guard<std::mutex> lock(sched_mu);
+      (void)scheduler.LayerDelivered(id, NowSeconds());
+    }
+  }
+  if (scratch_win) ReturnWindow(std::move(scratch_win));
+  if (paced) {
+    std::lock_guard<std::mutex> lock(sched_mu);
+    (void)scheduler.Finish(id, NowSeconds());
+  }
+  if (!st.ok()) co_return;
+  frame.clear();
+  EncodeEndFrame(abandoned ? kEndShmAbandoned : 0, &frame);
+  st = co_await ctx.response.Write(frame);
+  if (st.ok()) co_await ctx.response.Finish();
 }
 
 namespace {
@@ -1035,6 +1277,14 @@ Awaitable<void> Service::Impl::KvspPrefix(ExtensionContext& ctx) {
 
 Service::Service(ServiceOptions options) : impl_(std::make_unique<Impl>(std::move(options))) {}
 Service::~Service() = default;
+
+Status Service::ListenShm(const std::string& path) {
+  if (impl_->shm) return InvalidArgument("shm socket: already listening on " + impl_->shm->path());
+  ShmServerOptions o;
+  o.path = path;
+  KVCS_ASSIGN_OR_RETURN(impl_->shm, ShmServer::Start(std::move(o)));
+  return Status::Ok();
+}
 
 std::vector<s3::Extension> Service::Extensions() {
   Impl* impl = impl_.get();

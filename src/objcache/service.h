@@ -78,6 +78,11 @@ class Service {
   // The extensions to register with s3::Server::AddExtension (they capture `this`).
   std::vector<s3::Extension> Extensions();
 
+  // Starts same-host delivery (docs §8): clients on this host register shared buffers on a Unix
+  // socket at `path` (created mode 0600; a stale socket there is replaced), and aggregated GETs
+  // that name one get their block bytes written into it instead of the HTTP body.
+  Status ListenShm(const std::string& path);
+
   struct Impl;
 
  private:

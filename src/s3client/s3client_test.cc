@@ -439,9 +439,13 @@ TEST(StoreFactory, ParsesStrictConfig) {
   ASSERT_TRUE(ParseBackendConfig(R"({"backend":"s3","endpoint":"http://127.0.0.1:8000",
       "access_key":"ak","secret_key":"sk","bucket_prefix":"kv-","parallel_gets":48,
       "max_attempts":3,"attempt_timeout_ms":2000,"total_deadline_ms":9000,
-      "part_bytes":8388608,"multipart_threshold_bytes":16777216})",
+      "part_bytes":8388608,"multipart_threshold_bytes":16777216,"open_prefix_bytes":0,
+      "read_ahead_factor":5,"read_ahead_budget_bytes":1048576})",
                                  &c)
                   .ok());
+  EXPECT_EQ(c.s3.open_prefix_bytes, 0u);
+  EXPECT_EQ(c.s3.read_ahead_factor, 5u);
+  EXPECT_EQ(c.s3.read_ahead_budget, 1048576u);
   EXPECT_EQ(c.backend, "s3");
   EXPECT_EQ(c.s3.client.parallel_gets, 48);
   EXPECT_EQ(c.s3.client.retry.max_attempts, 3);
@@ -450,7 +454,9 @@ TEST(StoreFactory, ParsesStrictConfig) {
   EXPECT_TRUE(FinishBackendConfig(&c).ok());
   for (const char* bad :
        {"[]", "{", R"({"backend":"ceph"})", R"({"endpont":"x"})", R"({"parallel_gets":0})",
-        R"({"parallel_gets":"8"})", R"({"part_bytes":1024})", R"({"max_attempts":100})"}) {
+        R"({"parallel_gets":"8"})", R"({"part_bytes":1024})", R"({"max_attempts":100})",
+        R"({"read_ahead_factor":17})", R"({"open_prefix_bytes":1048577})",
+        R"({"read_ahead_budget_bytes":-1})"}) {
     BackendConfig d;
     EXPECT_FALSE(ParseBackendConfig(bad, &d).ok()) << bad;
   }

@@ -74,6 +74,15 @@ Status ParseBackendConfig(std::string_view text, BackendConfig* c) {
     } else if (key == "part_bytes") {
       KVCS_RETURN_IF_ERROR(num("part_bytes", store::kMinPartBytes, kMaxPutBodyBytes, &n));
       c->s3.part_bytes = static_cast<uint64_t>(n);
+    } else if (key == "open_prefix_bytes") {
+      KVCS_RETURN_IF_ERROR(num("open_prefix_bytes", 0, kMaxOpenPrefixBytes, &n));
+      c->s3.open_prefix_bytes = static_cast<size_t>(n);
+    } else if (key == "read_ahead_factor") {
+      KVCS_RETURN_IF_ERROR(num("read_ahead_factor", 0, kMaxReadAheadFactor, &n));
+      c->s3.read_ahead_factor = static_cast<uint32_t>(n);
+    } else if (key == "read_ahead_budget_bytes") {
+      KVCS_RETURN_IF_ERROR(num("read_ahead_budget_bytes", 0, kMaxReadAheadBudget, &n));
+      c->s3.read_ahead_budget = static_cast<uint64_t>(n);
     } else {
       return InvalidArgument("backend config: unknown member \"" + key + "\"");
     }

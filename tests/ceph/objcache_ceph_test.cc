@@ -59,10 +59,14 @@ struct CephBackend final : ExtensionBackend {
   std::unique_ptr<s3client::S3BackendStore> s3;
 };
 
-INSTANTIATE_TEST_SUITE_P(Ceph, ExtensionCases,
-                         ::testing::Values(ExtensionBackendParam{
-                             "Ceph", [] { return std::make_unique<CephBackend>(); }}),
-                         BackendName);
+// The cases also run with the block bytes written into a shared buffer (same-host delivery, the
+// reads going to radosgw through S3BackendStore::ReadMany).
+INSTANTIATE_TEST_SUITE_P(
+    Ceph, ExtensionCases,
+    ::testing::Values(ExtensionBackendParam{"Ceph", [] { return std::make_unique<CephBackend>(); }},
+                      ExtensionBackendParam{"CephSharedMemory",
+                                            [] { return std::make_unique<CephBackend>(); }, true}),
+    BackendName);
 INSTANTIATE_TEST_SUITE_P(Ceph, SmallWindowCases,
                          ::testing::Values(ExtensionBackendParam{
                              "Ceph", [] { return std::make_unique<CephBackend>(); }}),

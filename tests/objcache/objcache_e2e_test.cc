@@ -22,7 +22,10 @@ TEST(StoreDemo, RunsEndToEnd) {
   ASSERT_TRUE(s.ok()) << s.ToString() << "\n" << out.str();
   EXPECT_NE(out.str().find("ONE aggregated PUT"), std::string::npos);
   EXPECT_NE(out.str().find("ONE aggregated request"), std::string::npos);
-  EXPECT_NE(out.str().find("0 corrupt, 0 unexpected"), std::string::npos) << out.str();
+  EXPECT_NE(out.str().find("check: 0 unexpected"), std::string::npos) << out.str();
+  EXPECT_NE(out.str().find("total: same-host"), std::string::npos) << out.str();
+  EXPECT_EQ(out.str().find("corrupt\n", out.str().find("total:")),
+            out.str().find("0 corrupt\n", out.str().find("total:")) + 2);
 }
 
 }  // namespace

@@ -3,6 +3,8 @@
 // tests/ceph.
 #include "extension_cases.h"
 
+#include <unistd.h>
+
 #include <set>
 
 #include <nlohmann/json.hpp>
@@ -18,7 +20,7 @@ namespace kvcs::objcache {
 const std::string ExtensionFixture::kBucket = kDefaultKvBucket;
 
 void ExtensionFixture::Start(std::unique_ptr<ExtensionBackend> backend, uint32_t blocks,
-                             uint32_t layers, ServiceOptions service_options) {
+                             uint32_t layers, ServiceOptions service_options, bool shm) {
   backend_ = std::move(backend);
   ASSERT_NE(backend_, nullptr);
   blocks_ = blocks;
@@ -30,6 +32,13 @@ void ExtensionFixture::Start(std::unique_ptr<ExtensionBackend> backend, uint32_t
   server_ = std::make_unique<s3::Server>(cfg, backend_->store());
   service_ = std::make_unique<Service>(service_options);
   for (auto& e : service_->Extensions()) server_->AddExtension(std::move(e));
+  if (shm) {
+    static int counter = 0;
+    shm_path_ = "/tmp/kvcs-shm-test-" + std::to_string(getpid()) + "-" + std::to_string(counter++) +
+                ".sock";
+    Status s = service_->ListenShm(shm_path_);
+    ASSERT_TRUE(s.ok()) << s.ToString();
+  }
   ASSERT_TRUE(server_->Start().ok());
   runner_ = std::thread([this] { server_->Run(false); });
   client_ = std::make_unique<Client>(Options(s3::kDevSecretKey));
@@ -58,6 +67,11 @@ ClientOptions ExtensionFixture::Options(const std::string& secret) const {
   o.port = server_->port();
   o.access_key = s3::kDevAccessKey;
   o.secret_key = secret;
+  if (!shm_path_.empty()) {
+    o.shm_socket = shm_path_;
+    o.shm_buffer_bytes = 4u << 20;  // 2 slots of 2 MiB: a layer of these cases is ≤ 1.1 MiB
+    o.shm_slots = 2;
+  }
   return o;
 }
 

@@ -18,6 +18,7 @@
 
 #include <functional>
 #include <memory>
+#include <ostream>
 #include <string>
 #include <thread>
 #include <vector>
@@ -44,17 +45,24 @@ class ExtensionBackend {
 struct ExtensionBackendParam {
   std::string name;
   std::function<std::unique_ptr<ExtensionBackend>()> make;
+  // Same-host delivery: the Service listens on a Unix socket and the client has the block bytes
+  // written into a shared buffer (every case then runs through that path).
+  bool shm = false;
 };
 inline std::string BackendName(const ::testing::TestParamInfo<ExtensionBackendParam>& info) {
   return info.param.name;
 }
+// What gtest prints for a parameter (the name, rather than the struct's bytes).
+inline void PrintTo(const ExtensionBackendParam& p, std::ostream* os) { *os << p.name; }
 
 // Server + Service + client over one backend, with the synthetic cache's containers at hand.
 class ExtensionFixture : public ::testing::Test {
  protected:
   // Starts the server over `backend` and makes a blocks x layers synthetic cache (not stored).
+  // With `shm`, the Service also listens on a Unix socket (shm_path_) and Options() makes
+  // clients that use it with a 4 MiB buffer of 2 slots.
   void Start(std::unique_ptr<ExtensionBackend> backend, uint32_t blocks, uint32_t layers,
-             ServiceOptions service_options = {});
+             ServiceOptions service_options = {}, bool shm = false);
   void TearDown() override;
 
   ClientOptions Options(const std::string& secret) const;
@@ -78,6 +86,7 @@ class ExtensionFixture : public ::testing::Test {
   static const std::string kBucket;
   std::unique_ptr<ExtensionBackend> backend_;
   uint32_t blocks_ = 0, layers_ = 0;
+  std::string shm_path_;  // empty unless started with shm
   std::unique_ptr<s3::Server> server_;
   std::unique_ptr<Service> service_;
   std::thread runner_;
@@ -92,7 +101,9 @@ class ExtensionCases : public ExtensionFixture,
  protected:
   static constexpr uint32_t kBlocks = 8;
   static constexpr uint32_t kLayers = 4;
-  void SetUp() override { Start(GetParam().make(), kBlocks, kLayers, MakeServiceOptions()); }
+  void SetUp() override {
+    Start(GetParam().make(), kBlocks, kLayers, MakeServiceOptions(), GetParam().shm);
+  }
   virtual ServiceOptions MakeServiceOptions() { return ServiceOptions{}; }
 };
 

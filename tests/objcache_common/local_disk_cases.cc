@@ -91,14 +91,13 @@ TEST_F(LocalDiskPut, ContainerOverTheInFlightBoundIsStoredAlone) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(LocalDisk, ExtensionCases,
-                         ::testing::Values(ExtensionBackendParam{
-                             "LocalDisk", [] { return std::make_unique<LocalDiskBackend>(); }}),
-                         BackendName);
-INSTANTIATE_TEST_SUITE_P(LocalDisk, SmallWindowCases,
-                         ::testing::Values(ExtensionBackendParam{
-                             "LocalDisk", [] { return std::make_unique<LocalDiskBackend>(); }}),
-                         BackendName);
+// Every case twice: the block bytes in the HTTP body, and written into a shared buffer.
+const auto kLocalDisk = ::testing::Values(
+    ExtensionBackendParam{"LocalDisk", [] { return std::make_unique<LocalDiskBackend>(); }},
+    ExtensionBackendParam{"LocalDiskSharedMemory",
+                          [] { return std::make_unique<LocalDiskBackend>(); }, true});
+INSTANTIATE_TEST_SUITE_P(LocalDisk, ExtensionCases, kLocalDisk, BackendName);
+INSTANTIATE_TEST_SUITE_P(LocalDisk, SmallWindowCases, kLocalDisk, BackendName);
 
 }  // namespace
 }  // namespace kvcs::objcache
