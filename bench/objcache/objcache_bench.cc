@@ -12,6 +12,8 @@
 // 0 available). Server and client run in this process over 127.0.0.1.
 //
 // Usage: kvcs_objcache_bench [--blocks N]... [--layers L] [--dir D] [--skip-range]
+//                            [--skip-put | --put-only]
+//   PUT rows (put_bench.cc) run for sizes up to 1024 blocks.
 //   Default: --blocks 256 --blocks 4096 (4K and 64K tokens; 4096 needs ~8.5 GiB of disk).
 #include <arpa/inet.h>
 #include <netinet/in.h>
@@ -426,11 +428,19 @@ int RunSize(uint32_t blocks, uint32_t layers, const std::string& parent, bool sk
 
 }  // namespace
 
+// The PUT side (put_bench.cc).
+namespace kvcs::objcache::bench {
+int RunPutBench(uint32_t blocks, uint32_t layers, const std::string& parent);
+// Sizes the PUT rows run for: they write every container three times with fsync on.
+constexpr uint32_t kMaxPutBenchBlocks = 1024;
+}  // namespace kvcs::objcache::bench
+
 int main(int argc, char** argv) {
   std::vector<uint32_t> sizes;
   uint32_t layers = 32;
   std::string dir = "/tmp";
   bool skip_range = false;
+  bool skip_put = false, put_only = false;
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
     if (a == "--blocks" && i + 1 < argc)
@@ -441,9 +451,14 @@ int main(int argc, char** argv) {
       dir = argv[++i];
     else if (a == "--skip-range")
       skip_range = true;
+    else if (a == "--skip-put")
+      skip_put = true;
+    else if (a == "--put-only")
+      put_only = true;
     else {
       std::fprintf(stderr,
-                   "usage: %s [--blocks N]... [--layers L] [--dir D] [--skip-range]\n"
+                   "usage: %s [--blocks N]... [--layers L] [--dir D] [--skip-range] [--skip-put | "
+                   "--put-only]\n"
                    "  default: --blocks 256 --blocks 4096 (4K and 64K tokens)\n",
                    argv[0]);
       return 2;
@@ -457,7 +472,10 @@ int main(int argc, char** argv) {
       std::fprintf(stderr, "blocks must be 1..%u, layers 1..1024\n", kMaxBlocks);
       return 2;
     }
-    if (int rc = RunSize(n, layers, dir, skip_range)) return rc;
+    if (!put_only)
+      if (int rc = RunSize(n, layers, dir, skip_range)) return rc;
+    if (!skip_put && n <= bench::kMaxPutBenchBlocks)
+      if (int rc = bench::RunPutBench(n, layers, dir)) return rc;
   }
   return 0;
 }

@@ -3,7 +3,9 @@
 #include <filesystem>
 #include <fstream>
 
+#include "common/crypto.h"
 #include "extension_cases.h"
+#include "objcache/block_layout.h"
 #include "store/local_store.h"
 
 namespace kvcs::objcache {
@@ -55,6 +57,39 @@ class LocalDiskBackend final : public ExtensionBackend {
   std::string dir_;
   std::unique_ptr<store::LocalStore> store_;
 };
+
+// Local disk only (a 64 MiB container is too slow a case for a remote backend).
+class LocalDiskPut : public ExtensionFixture {
+ protected:
+  void SetUp() override { Start(std::make_unique<LocalDiskBackend>(), 2, 2); }
+};
+
+// An aggregated PUT holds at most kMaxPutInFlightBytes of container buffers; a container larger
+// than that is read only once everything before it is done and its buffers freed, and is then
+// processed alone: a small one, one over the bound, a small one are all stored whole.
+TEST_F(LocalDiskPut, ContainerOverTheInFlightBoundIsStoredAlone) {
+  auto big_cache = MakeSyntheticCache(1, 1024, 21);
+  ASSERT_TRUE(big_cache.ok());
+  ASSERT_EQ(big_cache->scope_id, cache_.scope_id);  // one PUT carries one scope
+  auto big = MakeSyntheticContainer(*big_cache, 0);
+  ASSERT_TRUE(big.ok());
+  ASSERT_GT(big->size(), kMaxPutInFlightBytes);
+  std::vector<ByteSpan> spans = {containers_[0], *big, containers_[1]};
+  auto r = client_->AggregatePut(kBucket, cache_.scope_id, spans, false);
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_EQ(r->stored, 3u);
+  const std::vector<std::string> keys = {
+      BlockKey(0),
+      BlockObjectKey(big_cache->scope_id, big_cache->compat_id, big_cache->block_keys[0], "raw"),
+      BlockKey(1)};
+  for (size_t i = 0; i < spans.size(); ++i) {
+    ASSERT_EQ(r->blocks[i].key, keys[i]);
+    auto meta = backend_->store().Head(kBucket, keys[i]);
+    ASSERT_TRUE(meta.ok()) << i;
+    EXPECT_EQ(meta->size, spans[i].size()) << i;
+    EXPECT_EQ(meta->sha256, Sha256::Hash(spans[i])) << i;
+  }
+}
 
 // Every case twice: the block bytes in the HTTP body, and written into a shared buffer.
 const auto kLocalDisk = ::testing::Values(
