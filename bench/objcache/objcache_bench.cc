@@ -189,18 +189,22 @@ int RunSize(uint32_t blocks, uint32_t layers, const std::string& parent, bool sk
     r.wall = Secs(t0, Clock::now());
     rows.push_back(r);
   }
+  // Layer l of every block into `buf`, in parallel on the store's threads (ReadMany).
+  std::vector<store::RangeRead> reads(blocks);
+  auto read_layer = [&](uint32_t l) {
+    for (uint32_t b = 0; b < blocks; ++b) {
+      auto range = views[b].Find(l)->both();
+      reads[b].reader = readers[b].get();
+      reads[b].offset = range.offset;
+      reads[b].out = std::span<uint8_t>(buf.data() + b * block_layer, block_layer);
+    }
+    store.ReadMany(reads);
+  };
   {  // pread, parallel (ReadMany on the store's threads), layer-major
     Row r{"pread (parallel, ReadMany)", 0, 0, 0, payload};
     auto t0 = Clock::now();
-    std::vector<store::RangeRead> reads(blocks);
     for (uint32_t l = 0; l < layers; ++l) {
-      for (uint32_t b = 0; b < blocks; ++b) {
-        auto range = views[b].Find(l)->both();
-        reads[b].reader = readers[b].get();
-        reads[b].offset = range.offset;
-        reads[b].out = std::span<uint8_t>(buf.data() + b * block_layer, block_layer);
-      }
-      store.ReadMany(reads);
+      read_layer(l);
       r.requests += blocks;
       if (l == 0) r.ttfl = Secs(t0, Clock::now());
     }
@@ -210,15 +214,8 @@ int RunSize(uint32_t blocks, uint32_t layers, const std::string& parent, bool sk
   {  // pread + SHA-256 of every block-layer: what the client's verification adds
     Row r{"pread + SHA-256 verify", 0, 0, 0, payload};
     auto t0 = Clock::now();
-    std::vector<store::RangeRead> reads(blocks);
     for (uint32_t l = 0; l < layers; ++l) {
-      for (uint32_t b = 0; b < blocks; ++b) {
-        auto range = views[b].Find(l)->both();
-        reads[b].reader = readers[b].get();
-        reads[b].offset = range.offset;
-        reads[b].out = std::span<uint8_t>(buf.data() + b * block_layer, block_layer);
-      }
-      store.ReadMany(reads);
+      read_layer(l);
       for (uint32_t b = 0; b < blocks; ++b)
         if (Sha256::Hash(ByteSpan(buf.data() + b * block_layer, block_layer)) !=
             views[b].Find(l)->digest)
@@ -234,16 +231,9 @@ int RunSize(uint32_t blocks, uint32_t layers, const std::string& parent, bool sk
     const unsigned nt = std::max(1u, std::thread::hardware_concurrency());
     Row r{"pread + verify, " + std::to_string(nt) + " threads", 0, 0, 0, payload};
     auto t0 = Clock::now();
-    std::vector<store::RangeRead> reads(blocks);
     std::atomic<bool> mismatch{false};
     for (uint32_t l = 0; l < layers; ++l) {
-      for (uint32_t b = 0; b < blocks; ++b) {
-        auto range = views[b].Find(l)->both();
-        reads[b].reader = readers[b].get();
-        reads[b].offset = range.offset;
-        reads[b].out = std::span<uint8_t>(buf.data() + b * block_layer, block_layer);
-      }
-      store.ReadMany(reads);
+      read_layer(l);
       std::atomic<uint32_t> next{0};
       auto work = [&] {
         for (uint32_t b; (b = next.fetch_add(1)) < blocks;)

@@ -300,8 +300,17 @@ Result<HttpResult> Client::Request(const std::string& method, const std::string&
                                    const std::vector<std::pair<std::string, std::string>>& headers,
                                    bool sign) {
   KVCS_RETURN_IF_ERROR(impl_->Connect());
-  auto req =
-      impl_->Head(method, path, query, ToHex(Sha256::Hash(body)), body.size(), sign, headers);
+  // The payload hash is the body's SHA-256 unless the caller names one (UNSIGNED-PAYLOAD).
+  std::string payload_hash;
+  std::vector<std::pair<std::string, std::string>> hs;
+  for (const auto& h : headers) {
+    if (s3::IEquals(h.first, "x-amz-content-sha256"))
+      payload_hash = h.second;
+    else
+      hs.push_back(h);
+  }
+  if (payload_hash.empty()) payload_hash = ToHex(Sha256::Hash(body));
+  auto req = impl_->Head(method, path, query, payload_hash, body.size(), sign, hs);
   Status s = impl_->SendHead(req);
   if (s.ok() && !body.empty()) s = impl_->SendRaw(body);
   if (!s.ok()) {

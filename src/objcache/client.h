@@ -112,7 +112,9 @@ class Client {
                                           bool prefix_record);
 
   // A signed request with a small body; the whole response body is returned.
-  // `query` is the raw query string without '?' (keys and values already URI-encoded).
+  // `query` is the raw query string without '?' (keys and values already URI-encoded). The
+  // payload is signed by its SHA-256 unless `headers` names x-amz-content-sha256 (e.g.
+  // UNSIGNED-PAYLOAD).
   Result<HttpResult> Request(const std::string& method, const std::string& path,
                              const std::string& query, ByteSpan body,
                              const std::vector<std::pair<std::string, std::string>>& headers = {},

@@ -18,6 +18,7 @@
 #include "kvsp/container.h"
 #include "objcache/aggregate_wire.h"
 #include "objcache/shm_server.h"
+#include "s3/sigv4.h"
 #include "sched/pacer.h"
 
 namespace kvcs::objcache {
@@ -305,6 +306,25 @@ struct Service::Impl {
 
   std::unique_ptr<ShmServer> shm;  // same-host delivery, when listening
 
+  // One aggregated GET's share of the bandwidth cap (a no-op without a cap): admitted with its
+  // scheduling inputs, paced before each write, told of each delivered layer, finished once.
+  class Paced {
+   public:
+    Paced(Impl& impl, const AggregateRequest& req, double first_layer_bytes);
+    ~Paced();
+    Awaitable<void> Before(asio::any_io_executor ex, double bytes);
+    void LayerDelivered();
+
+   private:
+    Impl& impl_;
+    const bool on_;
+    const uint64_t id_;
+    sched::Pacer pacer_;
+  };
+  // Starts the 200 stream and writes its header.
+  Awaitable<Status> StartStream(ExtensionContext& ctx, const AggregateRequest& req,
+                                Delivery delivery);
+
   Awaitable<void> AggregateGet(ExtensionContext& ctx);
   Awaitable<void> AggregateGetShm(ExtensionContext& ctx, std::shared_ptr<AggregateRequest> req,
                                   std::shared_ptr<std::vector<BlockSlot>> slots,
@@ -414,6 +434,59 @@ void Service::Impl::ProbeBlocks(store::ObjectStore& store, const std::string& bu
       s.view = std::move(*view);
     }
   }
+}
+
+Service::Impl::Paced::Paced(Impl& impl, const AggregateRequest& req, double first_layer_bytes)
+    : impl_(impl), on_(impl.options.bandwidth_cap > 0), id_(impl.next_id.fetch_add(1)) {
+  if (!on_) return;
+  sched::Demand d;
+  d.id = id_;
+  d.bytes_per_layer = std::max(1.0, first_layer_bytes);
+  d.compute_per_layer = double(req.compute_us_per_layer) * 1e-6;
+  d.stall_target = double(req.stall_target_us) * 1e-6;
+  d.layers_remaining = req.layer_count;
+  std::lock_guard<std::mutex> lock(impl_.sched_mu);
+  (void)impl_.scheduler.Admit(d, NowSeconds());
+}
+
+Service::Impl::Paced::~Paced() {
+  if (!on_) return;
+  std::lock_guard<std::mutex> lock(impl_.sched_mu);
+  (void)impl_.scheduler.Finish(id_, NowSeconds());
+}
+
+Awaitable<void> Service::Impl::Paced::Before(asio::any_io_executor ex, double bytes) {
+  if (!on_) co_return;
+  double rate;
+  {
+    std::lock_guard<std::mutex> lock(impl_.sched_mu);
+    rate = impl_.scheduler.RateOf(id_);
+  }
+  co_await SleepUntil(ex, pacer_.Reserve(NowSeconds(), bytes, rate));
+}
+
+void Service::Impl::Paced::LayerDelivered() {
+  if (!on_) return;
+  std::lock_guard<std::mutex> lock(impl_.sched_mu);
+  (void)impl_.scheduler.LayerDelivered(id_, NowSeconds());
+}
+
+Awaitable<Status> Service::Impl::StartStream(ExtensionContext& ctx, const AggregateRequest& req,
+                                             Delivery delivery) {
+  s3::HeaderList headers = {{"Content-Type", kStreamContentType}};
+  Status st = co_await ctx.response.Start(200, std::move(headers), std::nullopt);
+  if (!st.ok()) co_return st;
+  Bytes head;
+  StreamHeader sh{req.components,
+                  req.codec,
+                  static_cast<uint16_t>(req.layer_first),
+                  static_cast<uint16_t>(req.layer_count),
+                  static_cast<uint32_t>(req.block_keys.size()),
+                  req.compat_id,
+                  req.scope_id,
+                  delivery};
+  EncodeStreamHeader(sh, &head);
+  co_return co_await ctx.response.Write(head);
 }
 
 Awaitable<void> Service::Impl::AggregateGet(ExtensionContext& ctx) {
@@ -546,34 +619,9 @@ Awaitable<void> Service::Impl::AggregateGet(ExtensionContext& ctx) {
                              [win, slots, &store = ctx.store] { store.ReadMany(win->reads); });
   };
 
-  s3::HeaderList stream_headers = {{"Content-Type", kStreamContentType}};
-  Status st = co_await ctx.response.Start(200, std::move(stream_headers), std::nullopt);
+  Status st = co_await StartStream(ctx, *req, Delivery::kInline);
   if (!st.ok()) co_return;
-  Bytes head;
-  StreamHeader sh{comps,
-                  req->codec,
-                  static_cast<uint16_t>(req->layer_first),
-                  static_cast<uint16_t>(req->layer_count),
-                  nb,
-                  req->compat_id,
-                  req->scope_id};
-  EncodeStreamHeader(sh, &head);
-  st = co_await ctx.response.Write(head);
-  if (!st.ok()) co_return;
-
-  const bool paced = options.bandwidth_cap > 0;
-  const uint64_t id = next_id.fetch_add(1);
-  if (paced) {
-    sched::Demand d;
-    d.id = id;
-    d.bytes_per_layer = std::max(1.0, first_layer_bytes);
-    d.compute_per_layer = double(req->compute_us_per_layer) * 1e-6;
-    d.stall_target = double(req->stall_target_us) * 1e-6;
-    d.layers_remaining = req->layer_count;
-    std::lock_guard<std::mutex> lock(sched_mu);
-    (void)scheduler.Admit(d, NowSeconds());
-  }
-  sched::Pacer pacer;
+  Paced paced(*this, *req, first_layer_bytes);
 
   auto cur = TakeWindow();
   auto next = TakeWindow();
@@ -620,15 +668,7 @@ Awaitable<void> Service::Impl::AggregateGet(ExtensionContext& ctx) {
       std::memcpy(win.out.data() + cursor, end.data(), end.size());
       cursor += end.size();
     }
-    if (paced) {
-      double rate;
-      {
-        std::lock_guard<std::mutex> lock(sched_mu);
-        rate = scheduler.RateOf(id);
-      }
-      double at = pacer.Reserve(NowSeconds(), double(cursor), rate);
-      co_await SleepUntil(ctx.executor, at);
-    }
+    co_await paced.Before(ctx.executor, double(cursor));
     double tw2 = NowSeconds();
     st = co_await ctx.response.Write(ByteSpan(win.out.data(), cursor));
     if (std::getenv("KVCS_OBJCACHE_TRACE"))
@@ -636,20 +676,13 @@ Awaitable<void> Service::Impl::AggregateGet(ExtensionContext& ctx) {
                    (tw1 - tw0) * 1e3, (tw2 - tw1) * 1e3, (NowSeconds() - tw2) * 1e3,
                    size_t(cursor));
     if (!st.ok()) ok = false;
-    if (paced) {
-      std::lock_guard<std::mutex> lock(sched_mu);
-      for (const Item& it : win.items)
-        if (it.last_of_layer) (void)scheduler.LayerDelivered(id, NowSeconds());
-    }
+    for (const Item& it : win.items)
+      if (it.last_of_layer) paced.LayerDelivered();
     std::swap(cur, next);
   }
   co_await job.Wait(ctx.executor);  // never leave a read running on freed state
   ReturnWindow(std::move(cur));
   ReturnWindow(std::move(next));
-  if (paced) {
-    std::lock_guard<std::mutex> lock(sched_mu);
-    (void)scheduler.Finish(id, NowSeconds());
-  }
   if (ok) co_await ctx.response.Finish();
 }
 
@@ -691,35 +724,10 @@ Awaitable<void> Service::Impl::AggregateGetShm(ExtensionContext& ctx,
     co_return;
   }
 
-  s3::HeaderList stream_headers = {{"Content-Type", kStreamContentType}};
-  Status st = co_await ctx.response.Start(200, std::move(stream_headers), std::nullopt);
+  Status st = co_await StartStream(ctx, *req, Delivery::kShm);
   if (!st.ok()) co_return;
+  Paced paced(*this, *req, first_layer_bytes);
   Bytes frame;
-  StreamHeader sh{comps,
-                  req->codec,
-                  static_cast<uint16_t>(req->layer_first),
-                  static_cast<uint16_t>(req->layer_count),
-                  nb,
-                  req->compat_id,
-                  req->scope_id,
-                  Delivery::kShm};
-  EncodeStreamHeader(sh, &frame);
-  st = co_await ctx.response.Write(frame);
-  if (!st.ok()) co_return;
-
-  const bool paced = options.bandwidth_cap > 0;
-  const uint64_t id = next_id.fetch_add(1);
-  if (paced) {
-    sched::Demand d;
-    d.id = id;
-    d.bytes_per_layer = std::max(1.0, first_layer_bytes);
-    d.compute_per_layer = double(req->compute_us_per_layer) * 1e-6;
-    d.stall_target = double(req->stall_target_us) * 1e-6;
-    d.layers_remaining = req->layer_count;
-    std::lock_guard<std::mutex> lock(sched_mu);
-    (void)scheduler.Admit(d, NowSeconds());
-  }
-  sched::Pacer pacer;
   // k or v alone: K+V are read into a window's scratch to check the producer's layer digest.
   auto scratch_win = comps == Components::kKV ? nullptr : TakeWindow();
   uint8_t* const buf = reg->buffer().data();
@@ -800,27 +808,12 @@ Awaitable<void> Service::Impl::AggregateGetShm(ExtensionContext& ctx,
       }
       b0 = b1;
     }
-    if (paced) {
-      double rate;
-      {
-        std::lock_guard<std::mutex> lock(sched_mu);
-        rate = scheduler.RateOf(id);
-      }
-      double at = pacer.Reserve(NowSeconds(), double(carried_bytes + frame.size()), rate);
-      co_await SleepUntil(ctx.executor, at);
-    }
+    co_await paced.Before(ctx.executor, double(carried_bytes + frame.size()));
     st = co_await ctx.response.Write(frame);
     if (!st.ok()) break;
-    if (paced) {
-      std::lock_guard<std::mutex> lock(sched_mu);
-      (void)scheduler.LayerDelivered(id, NowSeconds());
-    }
+    paced.LayerDelivered();
   }
   if (scratch_win) ReturnWindow(std::move(scratch_win));
-  if (paced) {
-    std::lock_guard<std::mutex> lock(sched_mu);
-    (void)scheduler.Finish(id, NowSeconds());
-  }
   if (!st.ok()) co_return;
   frame.clear();
   EncodeEndFrame(abandoned ? kEndShmAbandoned : 0, &frame);
@@ -926,6 +919,19 @@ struct PutPipeline {
 // waits for every job it started, so what the client is told is already durable, and no job
 // outlives the request.
 Awaitable<void> Service::Impl::AggregatePut(ExtensionContext& ctx) {
+  // Containers are stored as they arrive, each checked against its own digests. A signed payload
+  // (a whole-body hash, or aws-chunked signatures) is checked only at the end of the body or of
+  // each chunk, after the containers in it were stored: a request replayed with another body would
+  // then store blocks nobody signed. So only UNSIGNED-PAYLOAD is accepted, as for S3 itself over
+  // HTTPS: the body's integrity in transit is TLS's, its content's the containers' digests.
+  if (ctx.request.Header("x-amz-content-sha256").value_or("") != s3::kUnsignedPayload) {
+    co_await ctx.response.SendError(
+        400, "InvalidRequest",
+        "an aggregated PUT must be sent with x-amz-content-sha256: UNSIGNED-PAYLOAD (blocks are "
+        "stored as they arrive, before a whole-body or chunk signature could be checked; each "
+        "container is verified by its own digests; use HTTPS for integrity in transit)");
+    co_return;
+  }
   Bytes hb(kPutHeaderBytes);
   auto n = co_await ReadFull(ctx.body, hb);
   if (!n.ok()) {

@@ -29,41 +29,15 @@
 #include "objcache/shm_buffer.h"
 #include "objcache/shm_server.h"
 #include "objcache/shm_wire.h"
-#include "store/local_store.h"
 
 namespace kvcs::objcache {
 namespace {
-
-class LocalBackend final : public ExtensionBackend {
- public:
-  LocalBackend() {
-    char tmpl[] = "/tmp/kvcs-shm-e2e-XXXXXX";
-    EXPECT_NE(mkdtemp(tmpl), nullptr);
-    dir_ = tmpl;
-    store::LocalStoreOptions so;
-    so.sync = false;
-    auto st = store::LocalStore::Open(dir_, so);
-    EXPECT_TRUE(st.ok());
-    if (st.ok()) store_ = std::move(*st);
-  }
-  ~LocalBackend() override {
-    store_.reset();
-    std::error_code ec;
-    std::filesystem::remove_all(dir_, ec);
-  }
-  store::ObjectStore& store() override { return *store_; }
-  void Corrupt(const std::string&, const std::string&, const Bytes&, size_t) override {}
-
- private:
-  std::string dir_;
-  std::unique_ptr<store::LocalStore> store_;
-};
 
 class ShmDelivery : public ExtensionFixture {
  protected:
   static constexpr uint32_t kBlocks = 6, kLayers = 5;
   void SetUp() override {
-    Start(std::make_unique<LocalBackend>(), kBlocks, kLayers, {}, /*shm=*/true);
+    Start(MakeLocalDiskBackend(), kBlocks, kLayers, {}, /*shm=*/true);
     PutAll();
   }
   // Layer bytes of kBlocks blocks (64-byte aligned already: 64 KiB each).
@@ -357,8 +331,8 @@ class GatedBackend final : public ExtensionBackend {
  public:
   store::ObjectStore& store() override { return gated; }
   void Corrupt(const std::string&, const std::string&, const Bytes&, size_t) override {}
-  LocalBackend local;
-  GatedStore gated{local.store()};
+  std::unique_ptr<ExtensionBackend> local = MakeLocalDiskBackend();
+  GatedStore gated{local->store()};
 };
 
 // ShmDelivery over a GatedStore.

@@ -52,6 +52,10 @@ struct ExtensionBackendParam {
 inline std::string BackendName(const ::testing::TestParamInfo<ExtensionBackendParam>& info) {
   return info.param.name;
 }
+// The embedded default backend: a LocalStore in a fresh temporary directory (removed with it).
+// Defined by kvcs_objcache_cases_local (local_disk_cases.cc).
+std::unique_ptr<ExtensionBackend> MakeLocalDiskBackend();
+
 // What gtest prints for a parameter (the name, rather than the struct's bytes).
 inline void PrintTo(const ExtensionBackendParam& p, std::ostream* os) { *os << p.name; }
 

@@ -91,6 +91,14 @@ TEST_F(LocalDiskPut, ContainerOverTheInFlightBoundIsStoredAlone) {
   }
 }
 
+}  // namespace
+
+std::unique_ptr<ExtensionBackend> MakeLocalDiskBackend() {
+  return std::make_unique<LocalDiskBackend>();
+}
+
+namespace {
+
 // Every case twice: the block bytes in the HTTP body, and written into a shared buffer.
 const auto kLocalDisk = ::testing::Values(
     ExtensionBackendParam{"LocalDisk", [] { return std::make_unique<LocalDiskBackend>(); }},
