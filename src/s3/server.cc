@@ -12,6 +12,7 @@
 #include <boost/beast/ssl.hpp>
 #include <chrono>
 #include <csignal>
+#include <functional>
 #include <limits>
 #include <list>
 #include <mutex>
@@ -197,6 +198,7 @@ class BeastResponse final : public ResponseWriter {
  public:
   BeastResponse(Stream& stream, bool head, bool keep_alive, std::string request_id)
       : stream_(stream), head_(head), keep_alive_(keep_alive), request_id_(std::move(request_id)) {}
+  void SetBodyLeftTooLarge(std::function<bool()> f) { body_left_too_large_ = std::move(f); }
 
   Awaitable<Status> Start(int status, HeaderList headers,
                           std::optional<uint64_t> content_length) override {
@@ -207,7 +209,9 @@ class BeastResponse final : public ResponseWriter {
     res_->set(http::field::server, "kvcs");
     res_->set(http::field::date, FormatHttpDate(NowUnix()));
     res_->set("x-amz-request-id", request_id_);
-    res_->keep_alive(keep_alive_);
+    // Say "Connection: close" when the connection will be closed after this response because the
+    // handler left a request body unread that is too large to drain (see HandleOne).
+    res_->keep_alive(keep_alive_ && !(body_left_too_large_ && body_left_too_large_()));
     bool no_body = status == 204 || status == 304 || (status >= 100 && status < 200);
     if (head_ || no_body) {
       if (head_ && content_length && !no_body) {
@@ -292,6 +296,7 @@ class BeastResponse final : public ResponseWriter {
   Stream& stream_;
   bool head_;
   bool keep_alive_;
+  std::function<bool()> body_left_too_large_;
   std::string request_id_;
   bool started_ = false, finished_ = false, no_body_ = false;
   std::optional<uint64_t> remaining_;
@@ -406,6 +411,15 @@ Awaitable<bool> Server::Impl::ServeOne(Stream& stream, beast::flat_buffer& buf) 
   if (auto e = er.Header("expect")) expect_continue = IEquals(*e, "100-continue");
   BeastResponse<Stream> resp(stream, head, keep_alive, request_id);
   BeastBody<Stream> body(stream, buf, parser, expect_continue);
+  // The same test as the drain after the handler (below): a body left unread closes the
+  // connection unless it is small enough to drain.
+  auto body_left_too_large = [&parser, &body] {
+    if (parser.is_done()) return false;
+    if (body.continue_pending() || body.failed()) return true;
+    auto cl = parser.content_length();
+    return !cl || *cl > kMaxDrainBytes;
+  };
+  resp.SetBodyLeftTooLarge(body_left_too_large);
 
   Status early;
   {
@@ -506,9 +520,7 @@ Awaitable<bool> Server::Impl::ServeOne(Stream& stream, beast::flat_buffer& buf) 
     // The handler did not read the whole body (an error answered early). Drain small bodies to
     // keep the connection; close otherwise (and always when 100-continue was never sent: the
     // client is not going to send the body).
-    if (body.continue_pending() || body.failed()) co_return false;
-    auto cl = parser.content_length();
-    if (!cl || *cl > kMaxDrainBytes) co_return false;
+    if (body_left_too_large()) co_return false;
     uint8_t scratch[16 * 1024];
     for (;;) {
       auto n = co_await body.ReadRaw(scratch);

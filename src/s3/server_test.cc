@@ -163,6 +163,19 @@ TEST_F(ServerTest, SigV4ExtensionSeesTheAccessKeyAndRefusesAnonymous) {
   EXPECT_NE(r.find("HTTP/1.1 500"), std::string::npos) << r;
 }
 
+// An answer given while a request body too large to drain is still unread says "Connection:
+// close" (the server closes the connection after it), rather than promising keep-alive.
+TEST_F(ServerTest, EarlyAnswerToALargeUnreadBodySaysConnectionClose) {
+  uint16_t port = server_->port();
+  const std::string body(300 * 1024, 'x');  // over the 256 KiB the server drains
+  std::string r =
+      Exchange(port, "POST /bkt?kvcs-whoami HTTP/1.1\r\n" +
+                         SignedHeaders("POST", "/bkt", "kvcs-whoami=", port, "UNSIGNED-PAYLOAD") +
+                         "Content-Length: " + std::to_string(body.size()) + "\r\n\r\n" + body);
+  ASSERT_EQ(r.rfind("HTTP/1.1 200", 0), 0u) << r.substr(0, 200);
+  EXPECT_NE(r.find("Connection: close"), std::string::npos) << r.substr(0, 400);
+}
+
 TEST_F(ServerTest, OversizedHeadIsRefused) {
   std::string big(70 * 1024, 'a');
   std::string r = Exchange(server_->port(), "GET / HTTP/1.1\r\nHost: h\r\nX-Big: " + big +
