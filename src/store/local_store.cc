@@ -13,6 +13,7 @@
 #include <cstring>
 #include <deque>
 #include <filesystem>
+#include <functional>
 #include <map>
 #include <mutex>
 #include <nlohmann/json.hpp>
@@ -250,23 +251,23 @@ struct BucketState {
   std::map<std::string, UploadState> uploads;  // by upload id
 };
 
-// A batch of ReadMany ranges shared by the caller and the pool's workers.
-struct ReadBatch {
-  std::span<RangeRead> ranges;
+// A batch of n independent tasks (ReadMany's reads, OpenMany's opens) shared by the caller and
+// the pool's workers.
+struct PoolBatch {
+  size_t n = 0;
+  std::function<void(size_t)> task;
   std::atomic<size_t> next{0};
   std::atomic<size_t> done{0};
   std::mutex mu;
   std::condition_variable cv;
 
-  // Claims and runs ranges until none are left.
+  // Claims and runs tasks until none are left.
   void Work() {
     for (;;) {
       size_t i = next.fetch_add(1);
-      if (i >= ranges.size()) return;
-      RangeRead& rr = ranges[i];
-      rr.result = rr.reader ? rr.reader->ReadAt(rr.offset, rr.out)
-                            : Result<size_t>(Status(Code::kInvalidArgument, "null reader"));
-      if (done.fetch_add(1) + 1 == ranges.size()) {
+      if (i >= n) return;
+      task(i);
+      if (done.fetch_add(1) + 1 == n) {
         std::lock_guard<std::mutex> l(mu);
         cv.notify_all();
       }
@@ -288,7 +289,7 @@ struct LocalStore::Impl {
   // ReadMany pool.
   std::mutex pool_mu;
   std::condition_variable pool_cv;
-  std::deque<std::shared_ptr<ReadBatch>> pool_queue;
+  std::deque<std::shared_ptr<PoolBatch>> pool_queue;
   bool pool_stop = false;
   std::vector<std::thread> pool_threads;
 
@@ -301,15 +302,33 @@ struct LocalStore::Impl {
     for (auto& t : pool_threads) t.join();
   }
 
+  // Runs task(0..n-1) on the pool, the caller helping; returns when all have run.
+  void RunOnPool(size_t n, std::function<void(size_t)> task) {
+    if (n == 0) return;
+    auto batch = std::make_shared<PoolBatch>();
+    batch->n = n;
+    batch->task = std::move(task);
+    if (n > 1) {
+      {
+        std::lock_guard<std::mutex> l(pool_mu);
+        pool_queue.push_back(batch);
+      }
+      pool_cv.notify_all();
+    }
+    batch->Work();
+    std::unique_lock<std::mutex> l(batch->mu);
+    batch->cv.wait(l, [&] { return batch->done.load() == n; });
+  }
+
   void PoolLoop() {
     for (;;) {
-      std::shared_ptr<ReadBatch> batch;
+      std::shared_ptr<PoolBatch> batch;
       {
         std::unique_lock<std::mutex> l(pool_mu);
         pool_cv.wait(l, [&] { return pool_stop || !pool_queue.empty(); });
         if (pool_stop) return;
         batch = pool_queue.front();
-        if (batch->next.load() >= batch->ranges.size()) {
+        if (batch->next.load() >= batch->n) {
           pool_queue.pop_front();
           continue;
         }
@@ -806,18 +825,19 @@ void LocalStore::ReadMany(std::span<RangeRead> ranges) {
     for (auto& r : ranges) r.result = Status(Code::kResourceExhausted, "too many ranges");
     return;
   }
-  auto batch = std::make_shared<ReadBatch>();
-  batch->ranges = ranges;
-  if (ranges.size() > 1) {
-    {
-      std::lock_guard<std::mutex> l(impl_->pool_mu);
-      impl_->pool_queue.push_back(batch);
-    }
-    impl_->pool_cv.notify_all();
-  }
-  batch->Work();  // the caller helps
-  std::unique_lock<std::mutex> l(batch->mu);
-  batch->cv.wait(l, [&] { return batch->done.load() == ranges.size(); });
+  impl_->RunOnPool(ranges.size(), [ranges](size_t i) {
+    RangeRead& rr = ranges[i];
+    rr.result = rr.reader ? rr.reader->ReadAt(rr.offset, rr.out)
+                          : Result<size_t>(Status(Code::kInvalidArgument, "null reader"));
+  });
+}
+
+std::vector<Result<std::shared_ptr<const ObjectReader>>> LocalStore::OpenMany(
+    std::string_view bucket, std::span<const std::string> keys) {
+  std::vector<Result<std::shared_ptr<const ObjectReader>>> out(
+      keys.size(), Result<std::shared_ptr<const ObjectReader>>(Status(Code::kInternal, "not run")));
+  impl_->RunOnPool(keys.size(), [&](size_t i) { out[i] = Open(bucket, keys[i]); });
+  return out;
 }
 
 Result<std::string> LocalStore::CreateMultipart(std::string_view bucket, std::string_view key,

@@ -357,6 +357,21 @@ TEST_F(LocalStoreTest, CopyAndReadMany) {
     EXPECT_EQ(*reads[i].result, 5u);
     EXPECT_EQ(bufs[i][0], uint8_t('A' + i % 26));
   }
+  // OpenMany (on the same pool): element i is what Open(keys[i]) gives, missing keys included.
+  std::vector<std::string> keys;
+  for (int i = 0; i < 40; ++i)
+    keys.push_back(i % 7 == 3 ? "missing" + std::to_string(i) : "obj" + std::to_string(i));
+  auto opened = store_->OpenMany("bkt", keys);
+  ASSERT_EQ(opened.size(), keys.size());
+  for (int i = 0; i < 40; ++i) {
+    if (i % 7 == 3) {
+      EXPECT_TRUE(opened[i].status().Is(StoreError::kNoSuchKey)) << i;
+    } else {
+      ASSERT_TRUE(opened[i].ok()) << i;
+      EXPECT_EQ((*opened[i])->meta().size, 100u);
+    }
+  }
+  EXPECT_TRUE(store_->OpenMany("nobkt", keys)[0].status().Is(StoreError::kNoSuchBucket));
 }
 
 }  // namespace
