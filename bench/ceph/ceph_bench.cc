@@ -189,14 +189,7 @@ int main(int argc, char** argv) {
     if (rc) break;
     std::printf("stored through kvcs store -> radosgw in %.2f s\n\n", Secs(t0, Clock::now()));
 
-    AggregateRequest req;
-    req.scope_id = cache->scope_id;
-    req.compat_id = cache->compat_id;
-    req.codec = 1;
-    req.layer_first = 0;
-    req.layer_count = layers;
-    req.components = Components::kKV;
-    req.block_keys = cache->block_keys;
+    AggregateRequest req = SyntheticRequest(*cache);
 
     // Warm-up (connections, radosgw caches) for both paths.
     (void)client.AggregateGet(bucket, req, [](const DeliveredLayer&) { return Status::Ok(); });

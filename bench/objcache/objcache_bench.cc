@@ -318,13 +318,7 @@ int RunSize(uint32_t blocks, uint32_t layers, const std::string& parent, bool sk
     rows.push_back(r);
   }
   // ONE aggregated request, inline (bytes in the HTTP body) and same-host (shared buffer).
-  AggregateRequest req;
-  req.scope_id = cache->scope_id;
-  req.compat_id = cache->compat_id;
-  req.codec = 1;
-  req.layer_first = 0;
-  req.layer_count = layers;
-  req.block_keys = cache->block_keys;
+  AggregateRequest req = SyntheticRequest(*cache);
   auto aggregated = [&](Client& c, const char* name, double* cpu) {
     uint64_t verified = 0;
     double cpu0 = ThreadCpuSeconds();

@@ -96,14 +96,7 @@ Status RunStoreDemo(const StoreDemoOptions& o, std::ostream& out) {
   containers.clear();
 
   uint32_t n = o.prefix_blocks ? o.prefix_blocks : o.blocks;
-  AggregateRequest req;
-  req.scope_id = cache.scope_id;
-  req.compat_id = cache.compat_id;
-  req.codec = 1;
-  req.layer_first = 0;
-  req.layer_count = o.layers;
-  req.components = Components::kKV;
-  req.block_keys.assign(cache.block_keys.begin(), cache.block_keys.begin() + n);
+  AggregateRequest req = SyntheticRequest(cache, n);
   req.compute_us_per_layer = o.compute_us_per_layer;
   req.stall_target_us = o.stall_target_us;
   std::vector<uint64_t> layer_bytes;

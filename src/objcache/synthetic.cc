@@ -1,6 +1,8 @@
 // Synthetic KV cache. See synthetic.h.
 #include "objcache/synthetic.h"
 
+#include <algorithm>
+
 #include <cstring>
 
 #include "kvsp/block_keys.h"
@@ -87,6 +89,21 @@ Result<std::string> StoreContainer(store::ObjectStore& store, const std::string&
   KVCS_RETURN_IF_ERROR(w->Write(container));
   KVCS_RETURN_IF_ERROR(w->Commit().status());
   return key;
+}
+
+AggregateRequest SyntheticRequest(const SyntheticCache& cache, uint32_t prefix_blocks,
+                                  uint32_t first, uint32_t count) {
+  AggregateRequest r;
+  r.scope_id = cache.scope_id;
+  r.compat_id = cache.compat_id;
+  r.codec = 1;  // raw
+  r.layer_first = first;
+  r.layer_count = count ? count : cache.layers - first;
+  r.components = Components::kKV;
+  const size_t n = prefix_blocks ? std::min<size_t>(prefix_blocks, cache.block_keys.size())
+                                 : cache.block_keys.size();
+  r.block_keys.assign(cache.block_keys.begin(), cache.block_keys.begin() + n);
+  return r;
 }
 
 }  // namespace kvcs::objcache

@@ -13,6 +13,7 @@
 #include "common/bytes.h"
 #include "common/crypto.h"
 #include "common/status.h"
+#include "objcache/aggregate_wire.h"
 #include "store/object_store.h"
 
 namespace kvcs::objcache {
@@ -32,6 +33,11 @@ Result<SyntheticCache> MakeSyntheticCache(uint32_t blocks, uint32_t layers = 32,
 Result<Bytes> MakeSyntheticContainer(const SyntheticCache& cache, uint32_t index);
 // The raw K||V bytes the container of block `index` carries for `layer`.
 Bytes SyntheticLayerBytes(const SyntheticCache& cache, uint32_t index, uint32_t layer);
+
+// The aggregated request for blocks [0, prefix_blocks) of `cache` (all when 0), layers
+// [first, first + count) (all when count is 0), K and V, raw codec.
+AggregateRequest SyntheticRequest(const SyntheticCache& cache, uint32_t prefix_blocks = 0,
+                                  uint32_t first = 0, uint32_t count = 0);
 
 // Stores a container at its predictable key (block_layout.h) in `bucket`: checks every digest,
 // then writes atomically. Returns the key.

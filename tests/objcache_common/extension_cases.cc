@@ -85,12 +85,7 @@ void ExtensionFixture::PutAll() {
 
 AggregateRequest ExtensionFixture::Req(std::vector<Digest> keys, uint32_t first, uint32_t count,
                                        Components c) const {
-  AggregateRequest r;
-  r.scope_id = cache_.scope_id;
-  r.compat_id = cache_.compat_id;
-  r.codec = 1;
-  r.layer_first = first;
-  r.layer_count = count;
+  AggregateRequest r = SyntheticRequest(cache_, 1, first, count);
   r.components = c;
   r.block_keys = std::move(keys);
   r.compute_us_per_layer = 500;
