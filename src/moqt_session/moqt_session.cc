@@ -1321,12 +1321,7 @@ void MoqtSessionImpl::EndInRequest(uint64_t id, bool reset_streams) {
   InRequest& r = it->second;
   if (reset_streams) {
     std::vector<StreamId> ds(r.data_streams.begin(), r.data_streams.end());
-    for (StreamId sid : ds) {
-      if (transport::Stream* s = TStream(sid)) {
-        s->ResetWithCode(static_cast<uint64_t>(StreamResetCode::kCancelled));
-      }
-      if (StreamEntry* e = Entry(sid); e && e->out_data) e->out_data->finished = true;
-    }
+    for (StreamId sid : ds) CancelDataOut(sid);
   }
   if (r.track) UnserveTrack(r.track.get(), id);
   if (r.ns_listener && source_) source_->RemoveNamespaceListener(r.ns_listener.get());
@@ -1335,13 +1330,25 @@ void MoqtSessionImpl::EndInRequest(uint64_t id, bool reset_streams) {
   in_requests_.erase(id);
 }
 
-void MoqtSessionImpl::DropPendingOpens(InRequest& r) {
+void MoqtSessionImpl::CancelDataOut(StreamId sid) {
+  if (transport::Stream* s = TStream(sid)) {
+    s->ResetWithCode(static_cast<uint64_t>(StreamResetCode::kCancelled));
+  }
+  if (StreamEntry* e = Entry(sid); e && e->out_data) e->out_data->finished = true;
+}
+
+void MoqtSessionImpl::DropPendingGroupOpens(InRequest& r) {
   const uint64_t id = r.id;
   r.waiting_groups.clear();
   pending_group_opens_.erase(
       std::remove_if(pending_group_opens_.begin(), pending_group_opens_.end(),
                      [id](const auto& p) { return p.first == id; }),
       pending_group_opens_.end());
+}
+
+void MoqtSessionImpl::DropPendingOpens(InRequest& r) {
+  DropPendingGroupOpens(r);
+  const uint64_t id = r.id;
   pending_fetch_opens_.erase(
       std::remove_if(pending_fetch_opens_.begin(), pending_fetch_opens_.end(),
                      [id](const PendingFetchOpen& p) { return p.owner == id; }),
@@ -1356,12 +1363,7 @@ void MoqtSessionImpl::HandleSubscriptionUpdate(InRequest& r, const RequestUpdate
     SendRequestError(r.stream, *err, "update refused", false);
     // A failed update terminates the subscription (PUBLISH_DONE UPDATE_FAILED).
     std::vector<StreamId> ds(r.data_streams.begin(), r.data_streams.end());
-    for (StreamId sid : ds) {
-      if (transport::Stream* s = TStream(sid)) {
-        s->ResetWithCode(static_cast<uint64_t>(StreamResetCode::kCancelled));
-      }
-      if (StreamEntry* e = Entry(sid); e && e->out_data) e->out_data->finished = true;
-    }
+    for (StreamId sid : ds) CancelDataOut(sid);
     r.data_streams.clear();
     r.group_streams.clear();
     DropPendingOpens(r);  // streams still waiting for credit are never opened now
@@ -1396,19 +1398,11 @@ void MoqtSessionImpl::HandleSubscriptionUpdate(InRequest& r, const RequestUpdate
                                                       r.group_streams.end());
       for (auto [g, sid] : open) {
         if (sid == 0) continue;
-        if (transport::Stream* st = TStream(sid)) {
-          st->ResetWithCode(static_cast<uint64_t>(StreamResetCode::kCancelled));
-        }
-        if (StreamEntry* e = Entry(sid); e && e->out_data) e->out_data->finished = true;
+        CancelDataOut(sid);
         r.data_streams.erase(sid);
       }
       r.group_streams.clear();
-      const uint64_t rid = r.id;
-      r.waiting_groups.clear();
-      pending_group_opens_.erase(
-          std::remove_if(pending_group_opens_.begin(), pending_group_opens_.end(),
-                         [rid](const auto& q) { return q.first == rid; }),
-          pending_group_opens_.end());
+      DropPendingGroupOpens(r);
       paused = true;
     } else if (!r.forward && *p.forward) {
       r.stopped_groups.clear();  // a subgroup the subscriber stopped may be reopened now

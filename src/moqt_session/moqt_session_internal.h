@@ -359,7 +359,11 @@ class MoqtSessionImpl : public transport::SessionVisitor, public TrackListener {
   void DataOutFinished(StreamId id, StreamEntry& e);
   void MaybePublishDone(uint64_t sub_id);
   void EndInRequest(uint64_t id, bool reset_streams);
-  // Forgets the request's data streams still waiting for uni-stream credit.
+  // Resets one of our data streams (CANCELLED); the pump treats it as finished.
+  void CancelDataOut(StreamId sid);
+  // Forgets the request's data streams still waiting for uni-stream credit: its subgroup
+  // streams only (DropPendingGroupOpens), or those and its fetch/fill streams (DropPendingOpens).
+  void DropPendingGroupOpens(InRequest& r);
   void DropPendingOpens(InRequest& r);
   void SendDatagram(InRequest& sub, const PublishedObject& o, bool* sent);
 
