@@ -1132,12 +1132,6 @@ TEST(MoqtHardeningTest, UpdateFloodFromAPeerThatNeverReadsIsBackPressured) {
   EXPECT_FALSE(f.raw.closed.has_value());
 }
 
-}  // namespace
-}  // namespace kvcs::moqt
-
-namespace kvcs::moqt {
-namespace {
-
 TEST(MoqtHardeningTest, PartlyReceivedObjectsOfResetStreamsDoNotLeakTheReassemblyBudget) {
   RawPublisher p;
   auto sub = std::make_shared<Sub>();
@@ -1177,12 +1171,6 @@ TEST(MoqtHardeningTest, PartlyReceivedObjectsOfResetStreamsDoNotLeakTheReassembl
   EXPECT_FALSE(p.client->closed());
 }
 
-}  // namespace
-}  // namespace kvcs::moqt
-
-namespace kvcs::moqt {
-namespace {
-
 TEST(MoqtHardeningTest, RequestIdsThatNeverArriveDoNotEventuallyCloseTheSession) {
   InMemoryOptions sopts;
   sopts.max_incoming_bidi = 10000;
@@ -1210,12 +1198,6 @@ TEST(MoqtHardeningTest, RequestIdsThatNeverArriveDoNotEventuallyCloseTheSession)
   ASSERT_TRUE(f.raw.closed.has_value());
   EXPECT_EQ(f.raw.closed->code, static_cast<uint64_t>(SessionError::kInvalidRequestId));
 }
-
-}  // namespace
-}  // namespace kvcs::moqt
-
-namespace kvcs::moqt {
-namespace {
 
 TEST(MoqtHardeningTest, FailedUpdateEndsTheSubscriptionEvenWithStreamsWaitingForCredit) {
   InMemoryOptions copts;
@@ -1256,12 +1238,6 @@ TEST(MoqtHardeningTest, FailedUpdateEndsTheSubscriptionEvenWithStreamsWaitingFor
   EXPECT_FALSE(f.raw.closed.has_value());
 }
 
-}  // namespace
-}  // namespace kvcs::moqt
-
-namespace kvcs::moqt {
-namespace {
-
 TEST(MoqtHardeningTest, UpdatesRespectThePeersMaxRequestUpdates) {
   InMemorySessionPair pair;
   RawClient raw(&pair.server());
@@ -1299,17 +1275,13 @@ TEST(MoqtHardeningTest, UpdatesRespectThePeersMaxRequestUpdates) {
   EXPECT_FALSE(client.closed());
 }
 
-}  // namespace
-}  // namespace kvcs::moqt
-
-namespace kvcs::moqt {
-namespace {
-
 // Unsubscribes from inside OnObject, while the rest of the same chunk is still being parsed.
 struct UnsubscribeOnFirst : Sub {
   void OnObject(const ReceivedObject& o) override {
     Sub::OnObject(o);
-    if (session && objects.size() == 1) EXPECT_TRUE(session->Unsubscribe(id).ok());
+    if (session && objects.size() == 1) {
+      EXPECT_TRUE(session->Unsubscribe(id).ok());
+    }
   }
   MoqtSession* session = nullptr;
   uint64_t id = 0;
@@ -1344,12 +1316,6 @@ TEST(MoqtHardeningTest, UnsubscribeFromInsideOnObjectMidChunk) {
   EXPECT_FALSE(p.client->closed());
 }
 
-}  // namespace
-}  // namespace kvcs::moqt
-
-namespace kvcs::moqt {
-namespace {
-
 // Ends its own namespace subscription from OnRequestOk; only the session holds it.
 struct QuitOnOk : NamespaceVisitor {
   QuitOnOk(MoqtSession* s, int* calls) : s(s), calls(calls) {}
@@ -1377,12 +1343,6 @@ TEST_F(MoqtSessionTest, NamespaceVisitorMayEndItsRequestFromOnRequestOk) {
   EXPECT_FALSE(p_->client->closed());
   EXPECT_FALSE(p_->server->closed());
 }
-
-}  // namespace
-}  // namespace kvcs::moqt
-
-namespace kvcs::moqt {
-namespace {
 
 // Produces new groups (evicting the oldest) from inside the fetch's OnObject.
 struct EvictingFetch : Fet {
