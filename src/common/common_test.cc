@@ -16,6 +16,11 @@ TEST(Hex, RoundTripAndErrors) {
   EXPECT_EQ(*back, b);
   EXPECT_FALSE(FromHex("abc").ok());
   EXPECT_FALSE(FromHex("zz").ok());
+  EXPECT_TRUE(IsLowerHex("007fabff", 8));
+  EXPECT_FALSE(IsLowerHex("007FABff", 8));  // uppercase is not the canonical form
+  EXPECT_FALSE(IsLowerHex("007fabf", 8));
+  EXPECT_FALSE(IsLowerHex("007fabfg", 8));
+  EXPECT_TRUE(IsLowerHex("", 0));
   EXPECT_FALSE(FromHexFixed<2>("aabbcc").ok());
 }
 

@@ -10,6 +10,13 @@ int Nibble(char c) {
 }
 }  // namespace
 
+bool IsLowerHex(std::string_view s, size_t len) {
+  if (s.size() != len) return false;
+  for (char c : s)
+    if (!((c >= '0' && c <= '9') || (c >= 'a' && c <= 'f'))) return false;
+  return true;
+}
+
 std::string ToHex(ByteSpan bytes) {
   static constexpr char kDigits[] = "0123456789abcdef";
   std::string s(bytes.size() * 2, '0');

@@ -21,18 +21,21 @@ constexpr uint8_t kStreamMagic[4] = {'K', 'V', 'A', 'G'};
 constexpr uint8_t kPutMagic[4] = {'K', 'V', 'A', 'P'};
 constexpr uint8_t kVersion = 1;
 
-Result<Digest> HexDigest(const nlohmann::json& v, const char* what) {
+// A JSON string of exactly N bytes in lowercase hex.
+template <size_t N>
+Result<std::array<uint8_t, N>> HexMember(const nlohmann::json& v, const char* what) {
+  const std::string digits = std::to_string(2 * N);
   if (!v.is_string()) return Bad(WireError::kJsonField, std::string(what) + " must be a string");
   const std::string& s = v.get_ref<const std::string&>();
-  if (s.size() != 64 || !std::all_of(s.begin(), s.end(), [](char c) {
-        return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f');
-      }))
-    return Bad(WireError::kBadHex, std::string(what) + " must be 64 lowercase hex characters");
-  auto d = FromHexFixed<32>(s);
+  if (!IsLowerHex(s, 2 * N))
+    return Bad(WireError::kBadHex,
+               std::string(what) + " must be " + digits + " lowercase hex characters");
+  auto d = FromHexFixed<N>(s);
   if (!d.ok()) return Bad(WireError::kBadHex, std::string(what) + " is not hex");
-  Digest out;
-  std::copy(d->begin(), d->end(), out.begin());
-  return out;
+  return *d;
+}
+Result<Digest> HexDigest(const nlohmann::json& v, const char* what) {
+  return HexMember<32>(v, what);
 }
 
 Result<uint64_t> UInt(const nlohmann::json& v, const char* what, uint64_t max) {
@@ -182,16 +185,7 @@ Result<AggregateRequest> ParseAggregateRequest(std::string_view json) {
     return Bad(WireError::kJsonField, "shm_token, shm_nonce and shm_slots go together");
   if (shm_members == 3) {
     ShmTarget t;
-    const auto& tok = j["shm_token"];
-    if (!tok.is_string() || tok.get_ref<const std::string&>().size() != 2 * kShmTokenBytes)
-      return Bad(WireError::kBadHex, "shm_token must be 32 lowercase hex characters");
-    const std::string& ts = tok.get_ref<const std::string&>();
-    if (!std::all_of(ts.begin(), ts.end(),
-                     [](char c) { return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f'); }))
-      return Bad(WireError::kBadHex, "shm_token must be 32 lowercase hex characters");
-    auto tb = FromHexFixed<kShmTokenBytes>(ts);
-    if (!tb.ok()) return Bad(WireError::kBadHex, "shm_token is not hex");
-    std::copy(tb->begin(), tb->end(), t.token.begin());
+    KVCS_ASSIGN_OR_RETURN(t.token, HexMember<kShmTokenBytes>(j["shm_token"], "shm_token"));
     KVCS_ASSIGN_OR_RETURN(t.nonce, UInt(j["shm_nonce"], "shm_nonce", UINT64_MAX));
     KVCS_ASSIGN_OR_RETURN(uint64_t slots, UInt(j["shm_slots"], "shm_slots", kMaxShmSlots));
     if (t.nonce == 0 || slots == 0)
@@ -218,7 +212,7 @@ std::string SerializeAggregateRequest(const AggregateRequest& r) {
   j["compute_us_per_layer"] = r.compute_us_per_layer;
   j["stall_target_us"] = r.stall_target_us;
   if (r.shm) {
-    j["shm_token"] = ToHex(ByteSpan(r.shm->token.data(), r.shm->token.size()));
+    j["shm_token"] = ToHex(r.shm->token);
     j["shm_nonce"] = r.shm->nonce;
     j["shm_slots"] = r.shm->slots;
   }

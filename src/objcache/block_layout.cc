@@ -17,9 +17,7 @@ std::string Base(const Digest& scope_id, const Digest& compat_id) {
 Result<Digest> HexKey(const nlohmann::json& v) {
   if (!v.is_string()) return Corruption("prefix record: key is not a string");
   const std::string& s = v.get_ref<const std::string&>();
-  if (s.size() != 64 || !std::all_of(s.begin(), s.end(), [](char c) {
-        return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f');
-      }))
+  if (!IsLowerHex(s, 64))
     return Corruption("prefix record: key is not 64 lowercase hex characters");
   auto d = FromHexFixed<32>(s);
   if (!d.ok()) return Corruption("prefix record: bad hex");

@@ -62,11 +62,6 @@ double NowSeconds() {
   return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
 }
 
-bool IsHex64(std::string_view s) {
-  return s.size() == 64 && std::all_of(s.begin(), s.end(), [](char c) {
-           return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f');
-         });
-}
 Digest ParseHex64(std::string_view s) {
   Digest d{};
   auto r = FromHexFixed<32>(s);
@@ -1041,7 +1036,7 @@ static bool SplitKvspPath(std::string_view path, std::string_view prefix, Digest
   size_t slash = rest.find('/');
   if (slash == std::string_view::npos) return false;
   std::string_view c = rest.substr(0, slash), k = rest.substr(slash + 1);
-  if (!IsHex64(c) || !IsHex64(k)) return false;
+  if (!IsLowerHex(c, 64) || !IsLowerHex(k, 64)) return false;
   *compat = ParseHex64(c);
   *key = ParseHex64(k);
   return true;
@@ -1060,7 +1055,8 @@ static std::string ParseKvspHead(const s3::ExtensionRequest& rq, std::string_vie
     return "expected " + std::string(usage) + " (64 hex each)";
   }
   auto scope_h = rq.Header("KVSP-Scope-ID");
-  if (!scope_h || !IsHex64(*scope_h)) return "KVSP-Scope-ID header (64 lowercase hex) required";
+  if (!scope_h || !IsLowerHex(*scope_h, 64))
+    return "KVSP-Scope-ID header (64 lowercase hex) required";
   h->scope = ParseHex64(*scope_h);
   h->codec_name = std::string(rq.Query("codec").value_or("raw"));
   if (!kvsp::CodecFromName(h->codec_name).ok()) return "unknown codec";

@@ -305,12 +305,6 @@ class BeastResponse final : public ResponseWriter {
   Status error_;
 };
 
-bool IsHex64(std::string_view s) {
-  return s.size() == 64 && std::all_of(s.begin(), s.end(), [](char c) {
-           return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f');
-         });
-}
-
 }  // namespace
 
 struct Server::Impl {
@@ -477,7 +471,7 @@ Awaitable<bool> Server::Impl::ServeOne(Stream& stream, beast::flat_buffer& buf) 
       } else if (ph == kStreamingUnsignedTrailer) {
         body.Configure(BeastBody<Stream>::Mode::kChunkedUnsigned, std::nullopt, std::nullopt,
                        er.content_length);
-      } else if (IsHex64(ph)) {
+      } else if (IsLowerHex(ph, 64)) {
         auto d = FromHexFixed<32>(ph);
         body.Configure(BeastBody<Stream>::Mode::kPlain, *d, std::nullopt, std::nullopt);
       } else if (aws_chunked) {

@@ -53,12 +53,6 @@ std::vector<std::string_view> Split(std::string_view s, char sep) {
   return out;
 }
 
-bool IsLowerHex64(std::string_view s) {
-  if (s.size() != 64) return false;
-  return std::all_of(s.begin(), s.end(),
-                     [](char c) { return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f'); });
-}
-
 struct Parsed {
   std::string access_key, date, region, service;
   std::string scope;
@@ -189,7 +183,7 @@ Result<SigV4Result> VerifySigV4(const SigV4Input& in,
         have_sig = true;
       }
     }
-    if (!have_cred || !have_sh || !have_sig || !IsLowerHex64(p.signature)) {
+    if (!have_cred || !have_sh || !have_sig || !IsLowerHex(p.signature, 64)) {
       return S3Status(S3Error::kAuthorizationHeaderMalformed,
                       "Authorization needs Credential, SignedHeaders and a 64-hex Signature");
     }
@@ -216,7 +210,7 @@ Result<SigV4Result> VerifySigV4(const SigV4Input& in,
     }
     std::string ph(*payload);
     if (ph != kUnsignedPayload && ph != kStreamingSignedPayload &&
-        ph != kStreamingUnsignedTrailer && !IsLowerHex64(ph)) {
+        ph != kStreamingUnsignedTrailer && !IsLowerHex(ph, 64)) {
       return S3Status(S3Error::kInvalidArgument,
                       "x-amz-content-sha256 must be a SHA-256 hex "
                       "digest, UNSIGNED-PAYLOAD or a STREAMING value");
@@ -240,7 +234,7 @@ Result<SigV4Result> VerifySigV4(const SigV4Input& in,
   KVCS_RETURN_IF_ERROR(ParseCredential(*cred, &p, kQ));
   KVCS_RETURN_IF_ERROR(ParseSignedHeaders(*sh, &p, kQ));
   p.signature = std::string(*sig);
-  if (!IsLowerHex64(p.signature)) return S3Status(kQ, "X-Amz-Signature must be 64 hex digits");
+  if (!IsLowerHex(p.signature, 64)) return S3Status(kQ, "X-Amz-Signature must be 64 hex digits");
   p.amz_date = std::string(*date);
   auto t = ParseAmzDate(p.amz_date);
   if (!t || p.amz_date.substr(0, 8) != p.date) return S3Status(kQ, "bad X-Amz-Date");
