@@ -327,22 +327,18 @@ bool MoqtSessionImpl::CheckPeerRequestId(uint64_t id) {
     return false;
   }
   peer_seen_.insert(id);
-  while (peer_seen_.count(peer_next_)) {
-    peer_seen_.erase(peer_next_);
-    peer_next_ += 2;
-  }
-  // Too many IDs above a gap: the missing IDs are given up (their streams were reset before
-  // any byte arrived, or their first message could not be parsed) rather than closing a
-  // session that did nothing wrong. A request that still arrives with such an ID is then a
-  // duplicate (INVALID_REQUEST_ID).
-  while (peer_seen_.size() > kMaxRequestIdGaps) {
-    peer_next_ = *peer_seen_.begin();
+  for (;;) {
     while (peer_seen_.count(peer_next_)) {
       peer_seen_.erase(peer_next_);
       peer_next_ += 2;
     }
+    // Too many IDs above a gap: the missing IDs are given up (their streams were reset before
+    // any byte arrived, or their first message could not be parsed) rather than closing a
+    // session that did nothing wrong. A request that still arrives with such an ID is then a
+    // duplicate (INVALID_REQUEST_ID).
+    if (peer_seen_.size() <= kMaxRequestIdGaps) return true;
+    peer_next_ = *peer_seen_.begin();
   }
-  return true;
 }
 
 bool MoqtSessionImpl::CheckTokens(const std::vector<AuthToken>& tokens, bool in_setup) {
