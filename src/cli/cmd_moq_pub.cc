@@ -64,7 +64,8 @@ class Publisher {
     if (a_.groups == 0 || a_.objects == 0) {
       return Fail(kCmd, "--groups and --objects must be at least 1");
     }
-    if (a_.groups * a_.objects > kMaxObjectsPerTrack || a_.objects > kMaxObjectsPerTrack) {
+    // Divided, not multiplied: --groups x --objects may not fit 64 bits.
+    if (a_.objects > kMaxObjectsPerTrack || a_.groups > kMaxObjectsPerTrack / a_.objects) {
       return Fail(kCmd, "--groups x --objects is above " + std::to_string(kMaxObjectsPerTrack),
                   "this is a debugging tool; publish fewer objects");
     }
@@ -84,7 +85,6 @@ class Publisher {
       if (!t.ok()) return Fail(kCmd, "track '" + n + "': " + t.status().message());
       tracks_.push_back(*t);
     }
-    payload_.resize(a_.size);
     signals_.async_wait([this](const boost::system::error_code& ec, int) {
       if (!ec) Stop(0, "interrupted");
     });
@@ -264,10 +264,12 @@ class Publisher {
 
   void ProduceOne() {
     uint64_t g = produced_ / a_.objects, o = produced_ % a_.objects;
-    FillSynthetic(g, o, payload_.data(), payload_.size());
+    // One buffer per object, kept by every track (no copy per track).
+    auto payload = std::make_shared<Bytes>(a_.size);
+    FillSynthetic(g, o, payload->data(), payload->size());
     for (auto& t : tracks_) {
       if (o == 0) (void)t->StartGroup(g);
-      auto r = t->AppendObject(payload_);
+      auto r = t->AppendObject(payload);
       if (!r.ok()) {
         Stop(Fail(kCmd, "track " + t->name().name + ": " + r.status().message()), "");
         return;
@@ -338,7 +340,6 @@ class Publisher {
   moqt::TrackStore store_;
   moqt::TrackNamespace ns_;
   std::vector<std::shared_ptr<Track>> tracks_;
-  Bytes payload_;
   asio::steady_timer prod_timer_, linger_timer_;
   asio::signal_set signals_;
   std::unique_ptr<RelayCallbacks> relay_cb_;
