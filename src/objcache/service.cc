@@ -18,6 +18,7 @@
 #include "kvsp/container.h"
 #include "objcache/aggregate_wire.h"
 #include "objcache/shm_server.h"
+#include "objcache/wait_list.h"
 #include "s3/sigv4.h"
 #include "sched/pacer.h"
 
@@ -72,10 +73,9 @@ Digest ParseHex64(std::string_view s) {
 // Runs `fn` on the pool; Wait() resumes the coroutine once it has finished. The job shares
 // ownership of whatever `fn` captures, so abandoning a job is memory-safe.
 //
-// Waking is event-driven: the waiting coroutine parks on a timer that never expires, and the job,
-// when done, posts a cancel of that timer to the waiter's executor. (Polling every 50 µs cost a
-// context switch and a timerfd_settime per poll: with the job itself needing the CPU on a 2-core
-// machine, an aggregated PUT spent more server CPU in scheduling than in hashing.)
+// Waking is event-driven (WaitList): the job, when done, wakes the waiter. (Polling every 50 µs
+// cost a context switch and a timerfd_settime per poll: with the job itself needing the CPU on a
+// 2-core machine, an aggregated PUT spent more server CPU in scheduling than in hashing.)
 class OffloadJob {
  public:
   OffloadJob() = default;
@@ -87,46 +87,17 @@ class OffloadJob {
       fn();
       std::lock_guard<std::mutex> l(st->mu);
       st->done = true;
-      // Posting under the lock: a waiter being destroyed (Waiter's destructor takes the lock)
-      // cannot let its executor go away in between.
-      if (st->waiter_ex) {
-        asio::post(*st->waiter_ex, [t = st->waiter_timer] {
-          if (auto timer = t.lock()) timer->cancel();
-        });
-      }
+      st->waiters.NotifyAllLocked();
     });
     return j;
   }
   bool valid() const { return state_ != nullptr; }
+  // REQUIRES: `ex` is the strand this coroutine runs on.
   Awaitable<void> Wait(asio::any_io_executor ex) {
     if (!state_) co_return;
-    auto timer = std::make_shared<asio::steady_timer>(ex, asio::steady_timer::time_point::max());
-    struct Waiter {  // unregisters on every exit, including destruction of the coroutine frame
-      std::shared_ptr<State> st;
-      ~Waiter() {
-        std::lock_guard<std::mutex> l(st->mu);
-        st->waiter_ex.reset();
-        st->waiter_timer.reset();
-      }
-    };
-    Waiter waiter{state_};
-    {
-      std::lock_guard<std::mutex> l(state_->mu);
-      if (!state_->done) {
-        state_->waiter_ex = ex;
-        state_->waiter_timer = timer;
-      }
-    }
-    for (;;) {
-      {
-        std::lock_guard<std::mutex> l(state_->mu);
-        if (state_->done) break;
-      }
-      // The cancel is posted to `ex` (this coroutine's executor), so it runs after this wait
-      // has started.
-      boost::system::error_code ec;
-      co_await timer->async_wait(asio::redirect_error(asio::use_awaitable, ec));
-    }
+    State& st = *state_;
+    co_await st.waiters.WaitUntil(st.mu, ex, WaitList::Clock::time_point::max(),
+                                  [&st] { return st.done; });
     state_.reset();
   }
 
@@ -134,8 +105,7 @@ class OffloadJob {
   struct State {
     std::mutex mu;
     bool done = false;
-    std::optional<asio::any_io_executor> waiter_ex;
-    std::weak_ptr<asio::steady_timer> waiter_timer;
+    WaitList waiters;
   };
   std::shared_ptr<State> state_;
 };

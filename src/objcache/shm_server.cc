@@ -17,43 +17,18 @@ namespace kvcs::objcache {
 namespace asio = boost::asio;
 using local_stream = asio::local::stream_protocol;
 
-template <typename Pred>
-asio::awaitable<bool> ShmRegistration::WaitUntil(asio::any_io_executor ex,
-                                                 Clock::time_point deadline, Pred pred) {
-  auto timer = std::make_shared<asio::steady_timer>(ex, deadline);
-  for (;;) {
-    {
-      std::lock_guard<std::mutex> l(mu_);
-      if (pred()) co_return true;
-      if (closed_ || Clock::now() >= deadline) co_return false;
-      // A Notify after this point posts a cancel to `ex`, the strand this coroutine runs on, so
-      // it runs after the wait below has started (never lost).
-      waiters_.emplace_back(ex, timer);
-    }
-    boost::system::error_code ec;
-    co_await timer->async_wait(asio::redirect_error(asio::use_awaitable, ec));
-    timer->expires_at(deadline);  // a cancel leaves the expiry; re-arm for the next round
-  }
-}
-
-void ShmRegistration::NotifyLocked() {
-  for (auto& [ex, weak] : waiters_) {
-    asio::post(ex, [weak = weak] {
-      if (auto t = weak.lock()) t->cancel();
-    });
-  }
-  waiters_.clear();
-}
-
 asio::awaitable<bool> ShmRegistration::Claim(uint64_t nonce, asio::any_io_executor ex,
                                              Clock::time_point deadline) {
-  // The claim is made inside the predicate, under the lock that saw the buffer free: another
-  // request woken by the same Unclaim (on another thread) then finds it taken and waits again.
-  bool claimed = co_await WaitUntil(ex, deadline, [&] {
-    if (active_ != 0 || closed_) return false;
+  // The claim is made under the lock that saw the buffer free: another request woken by the same
+  // Unclaim (on another thread) then finds it taken and waits again.
+  bool claimed = false;
+  co_await waiters_.WaitUntil(mu_, ex, deadline, [&] {
+    if (closed_) return true;
+    if (active_ != 0) return false;
     active_ = nonce;
     released_ = 0;
     cancelled_ = false;
+    claimed = true;
     return true;
   });
   co_return claimed;
@@ -62,10 +37,12 @@ asio::awaitable<bool> ShmRegistration::Claim(uint64_t nonce, asio::any_io_execut
 asio::awaitable<bool> ShmRegistration::WaitReleased(uint64_t nonce, uint64_t layers,
                                                     asio::any_io_executor ex,
                                                     Clock::time_point deadline) {
-  bool ok = co_await WaitUntil(
-      ex, deadline, [&] { return active_ == nonce && (cancelled_ || released_ >= layers); });
-  std::lock_guard<std::mutex> l(mu_);
-  co_return ok&& active_ == nonce && !cancelled_ && !closed_;
+  bool released = false;
+  co_await waiters_.WaitUntil(mu_, ex, deadline, [&] {
+    released = active_ == nonce && !cancelled_ && !closed_ && released_ >= layers;
+    return released || active_ != nonce || cancelled_ || closed_;
+  });
+  co_return released;
 }
 
 bool ShmRegistration::Live(uint64_t nonce) {
@@ -77,27 +54,27 @@ void ShmRegistration::Unclaim(uint64_t nonce) {
   std::lock_guard<std::mutex> l(mu_);
   if (active_ != nonce) return;
   active_ = 0;
-  NotifyLocked();
+  waiters_.NotifyAllLocked();
 }
 
 void ShmRegistration::Release(uint64_t nonce, uint32_t released) {
   std::lock_guard<std::mutex> l(mu_);
   if (active_ != nonce || released <= released_) return;  // stale or out of order: ignored
   released_ = released;
-  NotifyLocked();
+  waiters_.NotifyAllLocked();
 }
 
 void ShmRegistration::Cancel(uint64_t nonce) {
   std::lock_guard<std::mutex> l(mu_);
   if (active_ != nonce) return;
   cancelled_ = true;
-  NotifyLocked();
+  waiters_.NotifyAllLocked();
 }
 
 void ShmRegistration::Close() {
   std::lock_guard<std::mutex> l(mu_);
   closed_ = true;
-  NotifyLocked();
+  waiters_.NotifyAllLocked();
 }
 
 struct ShmServer::Impl {

@@ -22,6 +22,7 @@
 #include "common/asio.h"
 #include "common/status.h"
 #include "objcache/shm_buffer.h"
+#include "objcache/wait_list.h"
 
 namespace kvcs::objcache {
 
@@ -41,7 +42,7 @@ struct ShmServerOptions {
 
 class ShmRegistration {
  public:
-  using Clock = std::chrono::steady_clock;
+  using Clock = WaitList::Clock;
   ShmRegistration(std::unique_ptr<SharedBuffer> buffer, ShmToken token)
       : buffer_(std::move(buffer)), token_(token) {}
 
@@ -68,12 +69,6 @@ class ShmRegistration {
   void Close();
 
  private:
-  // Parks until a Notify or the deadline while pred() (called under mu_) is false.
-  template <typename Pred>
-  boost::asio::awaitable<bool> WaitUntil(boost::asio::any_io_executor ex,
-                                         Clock::time_point deadline, Pred pred);
-  void NotifyLocked();
-
   std::unique_ptr<SharedBuffer> buffer_;
   ShmToken token_;
   std::mutex mu_;
@@ -81,8 +76,7 @@ class ShmRegistration {
   uint64_t released_ = 0;  // layers of that request the client released
   bool cancelled_ = false;
   bool closed_ = false;
-  std::vector<std::pair<boost::asio::any_io_executor, std::weak_ptr<boost::asio::steady_timer>>>
-      waiters_;
+  WaitList waiters_;  // requests waiting to claim the buffer or for a release
 };
 
 class ShmServer {
