@@ -117,7 +117,6 @@ int RunDemo(const DemoArgs& a) {
 
   // 1. The cache.
   auto wall0 = Wall::now();
-  auto t0 = Clock::now();
   auto syn = tensorio::MakeSyntheticKv(d, a.tokens, /*seed=*/1);
   if (!syn.ok()) return Fail(kCmd, syn.status().message());
   tensorio::KvCacheView cache = syn->View();
