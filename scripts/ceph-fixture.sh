@@ -92,6 +92,9 @@ mon_allow_pool_delete = true
 mon_warn_on_pool_no_redundancy = false
 mon_warn_on_insecure_global_id_reclaim_allowed = false
 mon_max_pg_per_osd = 1000
+# A radosgw the fault tests SIGKILL leaves its watches behind; the restarted one waits on them
+# (notify timeouts) until the OSD drops them: after 15 s rather than 30.
+osd_client_watch_timeout = 15
 CONF
   ((RGW_PORT)) || return 0
   cat >>"$D/ceph.conf" <<CONF
@@ -291,39 +294,41 @@ cmd_start_rgw() {
   start_rgw || no_start rgw "answer on http://127.0.0.1:$RGW_PORT/"
 }
 
-# Stops the daemons: SIGTERM to radosgw and the monitor, SIGKILL to the OSD (on a clean stop,
-# memstore writes all it holds to disk, and the data is thrown away), then SIGKILL for whatever
-# still runs after 5 s (radosgw often takes longer to wind down) and a bounded wait until gone.
+# Stops the daemons: SIGTERM to the monitor, SIGKILL to radosgw (it takes about 5 s to wind down
+# and keeps no state) and to the OSD (on a clean stop memstore writes all it holds to disk, only
+# for it to be removed); SIGKILL to whatever still runs 5 s later; then waits (5 s at most) until
+# all are gone.
 stop_all() {
   local p pid sig pids=()
   for p in rgw osd mon; do
     pid=$(live_pid "$p")
     [[ -n $pid ]] || continue
     pids+=("$pid")
-    sig=TERM
-    [[ $p != osd ]] || sig=KILL
+    sig=KILL
+    [[ $p != mon ]] || sig=TERM
     kill -s "$sig" "$pid" 2>/dev/null || true
   done
-  for pid in "${pids[@]}"; do
-    for _ in $(seq 1 50); do
-      alive "$pid" || break
-      sleep 0.1
-    done
-    kill -9 "$pid" 2>/dev/null || true
-  done
-  for pid in "${pids[@]}"; do
-    for _ in $(seq 1 50); do
-      alive "$pid" || break
-      sleep 0.1
-    done
-  done
+  ((${#pids[@]})) || return 0
+  wait_gone 5 "${pids[@]}" || kill -9 "${pids[@]}" 2>/dev/null || true
+  wait_gone 5 "${pids[@]}" || echo "ceph-fixture: pids ${pids[*]} survive SIGKILL" >&2
 }
 
-# alive PID: runs (a zombie, e.g. a daemon `up` started and killed on failure, does not count).
-alive() {
-  local st
-  st=$(ps -o stat= -p "$1" 2>/dev/null) || return 1
-  [[ $st != Z* ]]
+# wait_gone SECONDS PID...: true once none of the PIDs runs (a zombie, e.g. a daemon a failed `up`
+# started and killed, does not count); false after SECONDS.
+wait_gone() {
+  local end=$((SECONDS + $1)) pid st left
+  shift
+  while :; do
+    left=0
+    for pid in "$@"; do
+      # /proc/PID/stat: "pid (comm) state ..."; the daemons' comm has no spaces.
+      read -r _ _ st _ 2>/dev/null <"/proc/$pid/stat" || continue
+      [[ $st == Z ]] || left=1
+    done
+    ((left)) || return 0
+    ((SECONDS < end)) || return 1
+    sleep 0.1
+  done
 }
 
 cmd_down() {
