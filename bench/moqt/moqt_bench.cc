@@ -31,6 +31,7 @@
 
 #include "common/asio.h"
 #include "moqt_endpoint/moqt_endpoint.h"
+#include "moqt_session/moqt_track_store.h"
 #include "quic/quic.h"
 #include "quic/tls.h"
 

@@ -13,6 +13,7 @@
 #include "common/asio.h"
 #include "moqt/moqt_framer.h"
 #include "moqt_endpoint/moqt_endpoint.h"
+#include "moqt_session/moqt_track_store.h"
 #include "quic/quic.h"
 #include "quic/tls.h"
 
