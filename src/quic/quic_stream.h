@@ -23,7 +23,7 @@ namespace kvcs::quic {
 
 class Connection;
 
-class QuicStream : public transport::Stream, public SendScheduler::Entry {
+class QuicStream final : public transport::Stream, public SendScheduler::Entry {
  public:
   QuicStream(Connection* c, int64_t id);
   ~QuicStream() override;
