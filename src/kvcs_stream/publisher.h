@@ -33,7 +33,7 @@
 #include "kvsp/block_keys.h"
 #include "kvsp/descriptor.h"
 #include "kvsp/ids.h"
-#include "moqt_session/moqt_track.h"
+#include "moqt_session/moqt_track_store.h"
 #include "profile/cose.h"
 #include "profile/manifest.h"
 #include "profile/namespace.h"
