@@ -12,6 +12,7 @@
 
 #include "common/bytes.h"
 #include "common/status.h"
+#include "common/strings.h"
 #include "moqt/moqt_messages.h"
 #include "moqt_endpoint/moqt_endpoint.h"
 
@@ -42,12 +43,9 @@ inline bool CheckSynthetic(uint64_t g, uint64_t o, ByteSpan payload) {
 }
 
 inline Result<uint64_t> ParseU64(std::string_view s, std::string_view what) {
-  uint64_t v = 0;
-  auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
-  if (s.empty() || ec != std::errc() || p != s.data() + s.size()) {
-    return InvalidArgument(std::string(what) + ": '" + std::string(s) + "' is not a number");
-  }
-  return v;
+  auto v = ParseDecimal<uint64_t>(s);
+  if (!v) return InvalidArgument(std::string(what) + ": '" + std::string(s) + "' is not a number");
+  return *v;
 }
 
 // "G" or "G:O". `has_object` tells which.

@@ -3,18 +3,13 @@
 #include <fstream>
 #include <sstream>
 
+#include "common/strings.h"
+
 namespace kvcs::s3 {
 namespace {
 
-std::string_view Trim(std::string_view s) {
-  while (!s.empty() && (s.front() == ' ' || s.front() == '\t' || s.front() == '\r')) {
-    s.remove_prefix(1);
-  }
-  while (!s.empty() && (s.back() == ' ' || s.back() == '\t' || s.back() == '\r')) {
-    s.remove_suffix(1);
-  }
-  return s;
-}
+// Config lines may end in CRLF.
+std::string_view TrimLine(std::string_view s) { return Trim(s, kLineWhitespace); }
 
 }  // namespace
 
@@ -29,16 +24,16 @@ Status ParseConfig(std::string_view text, ServerConfig* config) {
     ++line_no;
     size_t hash = line.find('#');
     if (hash != std::string_view::npos) line = line.substr(0, hash);
-    line = Trim(line);
+    line = TrimLine(line);
     if (line.empty()) continue;
     auto where = [&] { return "config line " + std::to_string(line_no) + ": "; };
     if (line.front() == '[') {
       if (line.back() != ']') return InvalidArgument(where() + "unterminated section");
-      std::string_view sec = Trim(line.substr(1, line.size() - 2));
+      std::string_view sec = TrimLine(line.substr(1, line.size() - 2));
       if (sec.substr(0, 4) != "key ") {
         return InvalidArgument(where() + "sections are [key <access-key-id>]");
       }
-      current_key = std::string(Trim(sec.substr(4)));
+      current_key = std::string(TrimLine(sec.substr(4)));
       if (current_key.empty() || current_key.size() > 128) {
         return InvalidArgument(where() + "access key id must be 1..128 characters");
       }
@@ -46,8 +41,8 @@ Status ParseConfig(std::string_view text, ServerConfig* config) {
     }
     size_t eq = line.find('=');
     if (eq == std::string_view::npos) return InvalidArgument(where() + "expected name = value");
-    std::string name(Trim(line.substr(0, eq)));
-    std::string value(Trim(line.substr(eq + 1)));
+    std::string name(TrimLine(line.substr(0, eq)));
+    std::string value(TrimLine(line.substr(eq + 1)));
     if (!current_key.empty()) {
       if (name != "secret") return InvalidArgument(where() + "a [key] section holds secret =");
       if (value.empty()) return InvalidArgument(where() + "empty secret");

@@ -3,19 +3,12 @@
 #include <algorithm>
 
 #include "common/hex.h"
+#include "common/strings.h"
 #include "s3/http_util.h"
 #include "s3/s3_error.h"
 
 namespace kvcs::s3 {
 namespace {
-
-std::string Lower(std::string_view s) {
-  std::string out(s);
-  for (char& c : out) {
-    if (c >= 'A' && c <= 'Z') c = static_cast<char>(c + 32);
-  }
-  return out;
-}
 
 std::optional<std::string_view> Find(const HeaderPairs* pairs, std::string_view name,
                                      bool case_insensitive) {
@@ -69,7 +62,7 @@ Status ParseSignedHeaders(std::string_view s, Parsed* p, S3Error malformed) {
   }
   for (auto n : names) {
     if (n.empty()) return S3Status(malformed, "empty name in SignedHeaders");
-    p->signed_headers.push_back(Lower(n));
+    p->signed_headers.push_back(AsciiLower(n));
   }
   if (std::find(p->signed_headers.begin(), p->signed_headers.end(), "host") ==
       p->signed_headers.end()) {
@@ -263,7 +256,7 @@ CanonicalHeaders BuildCanonicalHeaders(const HeaderPairs& headers,
 std::vector<std::string> AllHeaderNames(const HeaderPairs& headers) {
   std::vector<std::string> names;
   names.reserve(headers.size());
-  for (const auto& [k, v] : headers) names.push_back(Lower(k));
+  for (const auto& [k, v] : headers) names.push_back(AsciiLower(k));
   std::sort(names.begin(), names.end());
   names.erase(std::unique(names.begin(), names.end()), names.end());
   return names;

@@ -1,5 +1,6 @@
 #include "s3/xml.h"
 
+#include "common/strings.h"
 #include "s3/s3_error.h"
 
 namespace kvcs::s3 {
@@ -210,11 +211,7 @@ class Parser {
   size_t elements_ = 0;
 };
 
-std::string_view TrimSpace(std::string_view s) {
-  while (!s.empty() && IsSpace(s.front())) s.remove_prefix(1);
-  while (!s.empty() && IsSpace(s.back())) s.remove_suffix(1);
-  return s;
-}
+std::string_view TrimSpace(std::string_view s) { return Trim(s, kXmlWhitespace); }
 
 }  // namespace
 

@@ -9,6 +9,7 @@
 
 #include <algorithm>
 
+#include "common/strings.h"
 #include "s3client/errors.h"
 #include "s3client/http_headers.h"
 #include "s3client/s3_client.h"  // kMaxResponseHeaderBytes
@@ -190,7 +191,7 @@ Status HttpConnection::ExchangeOn(Stream& stream, Request& req, bool head, size_
   for (const auto& f : msg) {
     auto n = f.name_string();
     auto v = f.value();
-    out->headers.emplace_back(LowerAscii(std::string_view(n.data(), n.size())),
+    out->headers.emplace_back(AsciiLower(std::string_view(n.data(), n.size())),
                               std::string(v.data(), v.size()));
   }
   out->body = std::move(msg.body());

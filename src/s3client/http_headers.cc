@@ -1,18 +1,8 @@
 #include "s3client/http_headers.h"
 
-#include <charconv>
-#include <system_error>
+#include "common/strings.h"
 
 namespace kvcs::s3client {
-namespace {
-
-bool ParseDecimal(std::string_view s, uint64_t* out) {
-  if (s.empty()) return false;
-  auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), *out);
-  return ec == std::errc() && p == s.data() + s.size();
-}
-
-}  // namespace
 
 std::optional<ContentRange> ParseContentRange(std::string_view value) {
   constexpr std::string_view kUnit = "bytes ";
@@ -22,21 +12,11 @@ std::optional<ContentRange> ParseContentRange(std::string_view value) {
   if (dash == std::string_view::npos || slash == std::string_view::npos || dash > slash) {
     return std::nullopt;
   }
-  ContentRange r;
-  if (!ParseDecimal(value.substr(0, dash), &r.first) ||
-      !ParseDecimal(value.substr(dash + 1, slash - dash - 1), &r.last) ||
-      !ParseDecimal(value.substr(slash + 1), &r.total) || r.first > r.last || r.last >= r.total) {
-    return std::nullopt;
-  }
-  return r;
-}
-
-std::string LowerAscii(std::string_view name) {
-  std::string out(name);
-  for (char& c : out) {
-    if (c >= 'A' && c <= 'Z') c = static_cast<char>(c + 32);
-  }
-  return out;
+  auto first = ParseDecimal<uint64_t>(value.substr(0, dash));
+  auto last = ParseDecimal<uint64_t>(value.substr(dash + 1, slash - dash - 1));
+  auto total = ParseDecimal<uint64_t>(value.substr(slash + 1));
+  if (!first || !last || !total || *first > *last || *last >= *total) return std::nullopt;
+  return ContentRange{*first, *last, *total};
 }
 
 }  // namespace kvcs::s3client

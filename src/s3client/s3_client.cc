@@ -15,6 +15,7 @@
 
 #include "common/crypto.h"
 #include "common/hex.h"
+#include "common/strings.h"
 #include "s3/http_util.h"
 #include "s3client/connection_pool.h"
 #include "s3client/http_connection.h"
@@ -32,13 +33,6 @@ std::string Base64(ByteSpan in) {
                           static_cast<int>(in.size()));
   out.resize(static_cast<size_t>(n));
   return out;
-}
-
-template <typename T>
-bool ParseNum(std::string_view s, T* out) {
-  if (s.empty()) return false;
-  auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), *out);
-  return ec == std::errc() && p == s.data() + s.size();
 }
 
 // One logical request; signed afresh for every attempt.
@@ -64,7 +58,7 @@ void AddPutOptions(const PutObjectOptions& o, HeaderPairs* h) {
   if (!o.content_encoding.empty()) h->emplace_back("content-encoding", o.content_encoding);
   if (!o.content_disposition.empty()) h->emplace_back("content-disposition", o.content_disposition);
   if (!o.cache_control.empty()) h->emplace_back("cache-control", o.cache_control);
-  for (const auto& [k, v] : o.user_meta) h->emplace_back("x-amz-meta-" + LowerAscii(k), v);
+  for (const auto& [k, v] : o.user_meta) h->emplace_back("x-amz-meta-" + AsciiLower(k), v);
 }
 
 // The representation headers HEAD and GET share (size left to the caller).
@@ -117,11 +111,11 @@ Result<Endpoint> ParseEndpoint(std::string_view url) {
     ep.host = std::string(rest.substr(0, colon));
   }
   if (colon != std::string_view::npos) {
-    uint32_t port = 0;
-    if (!ParseNum(rest.substr(colon + 1), &port) || port == 0 || port > 65535) {
+    auto port = ParseDecimal<uint16_t>(rest.substr(colon + 1));
+    if (!port || *port == 0) {
       return InvalidArgument("bad port in S3 endpoint '" + std::string(url) + "'");
     }
-    ep.port = static_cast<uint16_t>(port);
+    ep.port = *port;
   }
   if (ep.host.empty()) return InvalidArgument("S3 endpoint has no host");
   return ep;
@@ -395,9 +389,9 @@ Result<ObjectHead> S3Client::HeadObject(std::string_view bucket, std::string_vie
   KVCS_ASSIGN_OR_RETURN(
       HttpResponse r, impl_->Execute(impl_->Spec(http::verb::head, Impl::ObjectPath(bucket, key))));
   ObjectHead h = HeadFromResponse(r);
-  if (!ParseNum(r.Header("content-length"), &h.size)) {
-    return ClientStatus(ClientError::kProtocol, "HEAD without a valid Content-Length");
-  }
+  auto size = ParseDecimal<uint64_t>(r.Header("content-length"));
+  if (!size) return ClientStatus(ClientError::kProtocol, "HEAD without a valid Content-Length");
+  h.size = *size;
   return h;
 }
 

@@ -1,7 +1,6 @@
 #include "s3client/xml_responses.h"
 
-#include <charconv>
-
+#include "common/strings.h"
 #include "s3/xml.h"
 #include "s3client/errors.h"
 
@@ -25,17 +24,10 @@ std::string Text(const s3::XmlElement& e, std::string_view child) {
   return c ? c->text : std::string();
 }
 
-template <typename T>
-bool ParseUint(std::string_view s, T* out) {
-  if (s.empty()) return false;
-  auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), *out);
-  return ec == std::errc() && p == s.data() + s.size();
-}
-
 Result<uint64_t> U64(const s3::XmlElement& e, std::string_view child) {
-  uint64_t v = 0;
-  if (!ParseUint(Text(e, child), &v)) return Bad("<" + std::string(child) + "> is not a number");
-  return v;
+  auto v = ParseDecimal<uint64_t>(Text(e, child));
+  if (!v) return Bad("<" + std::string(child) + "> is not a number");
+  return *v;
 }
 
 int64_t DateOrZero(const s3::XmlElement& e, std::string_view child) {
@@ -51,9 +43,13 @@ std::optional<int64_t> ParseIsoDateMs(std::string_view s) {
     return std::nullopt;
   }
   int y = 0, mo = 0, d = 0, h = 0, mi = 0, se = 0;
-  if (!ParseUint(s.substr(0, 4), &y) || !ParseUint(s.substr(5, 2), &mo) ||
-      !ParseUint(s.substr(8, 2), &d) || !ParseUint(s.substr(11, 2), &h) ||
-      !ParseUint(s.substr(14, 2), &mi) || !ParseUint(s.substr(17, 2), &se)) {
+  auto field = [&](size_t pos, size_t len, int* out) {
+    auto v = ParseDecimal<uint16_t>(s.substr(pos, len));  // at most 4 digits
+    if (v) *out = *v;
+    return v.has_value();
+  };
+  if (!field(0, 4, &y) || !field(5, 2, &mo) || !field(8, 2, &d) || !field(11, 2, &h) ||
+      !field(14, 2, &mi) || !field(17, 2, &se)) {
     return std::nullopt;
   }
   if (mo < 1 || mo > 12 || d < 1 || d > 31 || h > 23 || mi > 59 || se > 60) return std::nullopt;
@@ -169,10 +165,8 @@ Result<ListPartsPage> ParseListParts(std::string_view xml) {
     } else if (c.name == "IsTruncated") {
       page.truncated = c.text == "true";
     } else if (c.name == "NextPartNumberMarker") {
-      uint64_t n = 0;
-      if (ParseUint(std::string_view(c.text), &n) && n <= 10000) {
-        page.next_part_number_marker = static_cast<int>(n);
-      }
+      auto n = ParseDecimal<uint64_t>(c.text);
+      if (n && *n <= 10000) page.next_part_number_marker = static_cast<int>(*n);
     }
   }
   if (page.truncated && page.next_part_number_marker == 0) {
