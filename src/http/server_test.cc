@@ -149,7 +149,7 @@ TEST_F(HttpServerTest, KeepAlivePipelinedRequests) {
   size_t third = r.find("HTTP/1.1 200", second + 1);
   ASSERT_NE(third, std::string::npos) << r;
   EXPECT_NE(r.find("first /x/1"), std::string::npos) << r;
-  EXPECT_EQ(r.substr(r.size() - 10), "fallback /z") << r;
+  EXPECT_EQ(r.substr(r.size() - 11), "fallback /z") << r;
 }
 
 TEST_F(HttpServerTest, BodyOverTheLimitIsRefused) {
