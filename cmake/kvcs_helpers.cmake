@@ -6,6 +6,19 @@ function(kvcs_library name)
   target_link_libraries(${name} PUBLIC ${A_DEPS} PRIVATE kvcs_warnings)
 endfunction()
 
+# kvcs_test_tools(name SOURCES ... DEPS ...): the test doubles and vectors of a folder
+# (<folder>/test_tools/), a library of their own that only tests and fuzzers link. Production
+# libraries never contain them (the include check refuses production code including them).
+function(kvcs_test_tools name)
+  cmake_parse_arguments(A "" "" "SOURCES;DEPS" ${ARGN})
+  if(NOT KVCS_BUILD_TESTS AND NOT KVCS_FUZZ)
+    return()
+  endif()
+  add_library(${name} STATIC ${A_SOURCES})
+  target_include_directories(${name} PUBLIC ${PROJECT_SOURCE_DIR}/src)
+  target_link_libraries(${name} PUBLIC ${A_DEPS} PRIVATE kvcs_warnings)
+endfunction()
+
 # kvcs_test(name SOURCES ... DEPS ...): one GoogleTest binary, registered with CTest.
 function(kvcs_test name)
   cmake_parse_arguments(A "" "" "SOURCES;DEPS;LABELS" ${ARGN})

@@ -14,14 +14,17 @@
 // concurrently (OpenMany).
 //
 // Usage: kvcs_ceph_bench [--blocks N] [--layers L] [--parallel P] [--endpoint http://host:port]
-//   Without --endpoint it starts a one-node Ceph with shared/tools/ceph-up.sh (about 20 s) in a
-//   temporary directory and stops it at the end (the monitor uses ports 3300/6789).
+//   Without --endpoint it starts the project's one-node Ceph (scripts/ceph-fixture.sh, about 15 s,
+//   memstore 4 GB) on free ports in ceph-<pid> beside the binary in the build tree, and stops it
+//   at the end.
 #include <unistd.h>
 
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <filesystem>
+#include <fstream>
 #include <string>
 #include <thread>
 #include <vector>
@@ -66,13 +69,17 @@ int Fail(const std::string& what, const Status& s) {
   return 1;
 }
 
+// The fixture this run started (scripts/ceph-fixture.sh up); stopped and removed at exit.
 struct Ceph {
   std::string dir;
   bool started = false;
+  bool keep = false;  // its logs explain a failed start
   ~Ceph() {
-    if (started) {
-      std::string cmd = "CEPH_DIR='" + dir + "' bash '" KVCS_SHARED_DIR "/tools/ceph-down.sh'";
-      (void)std::system(cmd.c_str());
+    if (!started) return;
+    std::string cmd = "'" KVCS_CEPH_FIXTURE "' down '" + dir + "'";
+    if (std::system(cmd.c_str()) == 0 && !keep) {
+      std::error_code ec;
+      std::filesystem::remove_all(dir, ec);
     }
   }
 };
@@ -108,16 +115,21 @@ int main(int argc, char** argv) {
 
   Ceph ceph;
   if (endpoint.empty()) {
-    ceph.dir = "/tmp/kvcs-ceph-bench-" + std::to_string(::getpid());
-    // A free port for radosgw.
-    int port = 18000 + ::getpid() % 20000;
-    std::printf("starting Ceph radosgw on 127.0.0.1:%d (shared/tools/ceph-up.sh)...\n", port);
-    std::fflush(stdout);
-    std::string cmd = "CEPH_DIR='" + ceph.dir + "' RGW_PORT=" + std::to_string(port) +
-                      " MEMSTORE_GB=4 bash '" KVCS_SHARED_DIR "/tools/ceph-up.sh' > /dev/null";
+    ceph.dir = KVCS_CEPH_BENCH_DIR "/ceph-" + std::to_string(::getpid());
+    std::printf("starting Ceph radosgw in %s (scripts/ceph-fixture.sh)...\n", ceph.dir.c_str());
+    std::string cmd = "'" KVCS_CEPH_FIXTURE "' up --memstore-gb 4 '" + ceph.dir + "'";
     ceph.started = true;
-    if (std::system(cmd.c_str()) != 0) {
-      std::fprintf(stderr, "ceph-up.sh failed (packages installed? another Ceph running?)\n");
+    int port = 0;
+    if (std::system(cmd.c_str()) == 0) {
+      std::ifstream in(ceph.dir + "/rgw.port");
+      in >> port;
+    }
+    if (port <= 0 || port > 65535) {
+      ceph.keep = true;
+      std::fprintf(stderr,
+                   "kvcs_ceph_bench: the Ceph fixture did not start (its reason is above; "
+                   "logs in %s/log)\n",
+                   ceph.dir.c_str());
       return 1;
     }
     endpoint = "http://127.0.0.1:" + std::to_string(port);
@@ -141,6 +153,16 @@ int main(int argc, char** argv) {
   for (auto& e : service.Extensions()) server.AddExtension(std::move(e));
   if (Status s = server.Start(); !s.ok()) return Fail("server start", s);
   std::thread runner([&] { server.Run(false); });
+  // Every return from here on stops the server first (a joinable thread would abort the process
+  // and leave the Ceph fixture running).
+  struct StopServer {
+    s3::Server& server;
+    std::thread& runner;
+    ~StopServer() {
+      server.Stop();
+      runner.join();
+    }
+  } stop_server{server, runner};
 
   objcache::ClientOptions co;
   co.port = server.port();
@@ -323,7 +345,5 @@ int main(int argc, char** argv) {
     for (const auto& k : keys) (void)(*store)->Delete(bucket, k);
     (void)(*store)->DeleteBucket(bucket);
   } while (false);
-  server.Stop();
-  runner.join();
   return rc;
 }

@@ -23,6 +23,7 @@
 #include <vector>
 
 #include "kvsp/container.h"
+#include "objcache/aggregated_put_handler.h"
 #include "objcache/block_layout.h"
 #include "objcache/client.h"
 #include "objcache/service.h"

@@ -45,7 +45,8 @@
 #include <vector>
 
 #include "common/asio.h"
-#include "quic/quic.h"
+#include "quic/client.h"
+#include "quic/server.h"
 #include "quic/tls.h"
 #include "quic/udp.h"
 

@@ -30,6 +30,7 @@
 #include "moqt/moqt_error.h"
 #include "moqt/moqt_framer.h"
 #include "moqt_session/moqt_session.h"
+#include "moqt_session/moqt_track_store.h"
 #include "transport/test_tools/in_memory_session.h"
 #include "transport/test_tools/recording_session_visitor.h"
 

@@ -1,9 +1,9 @@
 // kvcs demo: the main job end to end on a synthetic cache of a realistic layout
 // (Llama-3.1-8B: 32 layers, 8 KV heads x 128, bf16, 16-token blocks, 4K tokens): build it,
 // compute Block Keys, pack one container per block, verify and decode every container, and report
-// what was done and how fast, each figure next to a baseline measured in the same run. Then, when
-// the objcache module is linked in, store the cache in a local store and retrieve a prefix with one
-// aggregated request (objcache::RunStoreDemo).
+// what was done and how fast, each figure next to a baseline measured in the same run. Then store
+// the cache in a local store and retrieve a prefix with one aggregated request (RunStoreDemo,
+// store_demo.h).
 #include <malloc.h>
 #include <algorithm>
 #include <chrono>
@@ -15,16 +15,12 @@
 
 #include "cli/cli_util.h"
 #include "cli/command.h"
+#include "cli/store_demo.h"
 #include "kvsp/block_keys.h"
 #include "kvsp/codec.h"
 #include "kvsp/container.h"
 #include "tensorio/kv_cache.h"
 #include "tensorio/synthetic.h"
-
-#if __has_include("objcache/store_demo.h")
-#include "objcache/store_demo.h"
-#define KVCS_DEMO_HAS_STORE 1
-#endif
 
 namespace kvcs::cli {
 namespace {
@@ -256,27 +252,20 @@ int RunDemo(const DemoArgs& a) {
   }
 
   std::string store_line;
-#ifdef KVCS_DEMO_HAS_STORE
   if (!a.no_store) {
     std::printf("\n[store] local store + S3 server with the aggregated extension (objcache):\n");
     std::fflush(stdout);
-    objcache::StoreDemoOptions o;
+    StoreDemoOptions o;
     o.blocks = uint32_t(n);
     o.layers = d.layers;
     o.prefix_blocks = uint32_t(std::min<uint64_t>(n, a.prefix_tokens / B));
-    Status s = objcache::RunStoreDemo(o, std::cout);
+    Status s = RunStoreDemo(o, std::cout);
     std::cout.flush();
     if (!s.ok()) return Fail(kCmd, "store part: " + s.message());
     store_line =
         "  store       stored with one aggregated PUT, retrieved with one aggregated request over "
         "HTTP and\n              one into a shared buffer (above)\n";
   }
-#else
-  // PLACE FOR THE STORE PART: objcache::RunStoreDemo (src/objcache/store_demo.h) stores the cache
-  // in a local store and retrieves a prefix with one aggregated request; it is linked in when the
-  // objcache module is built.
-  store_line = "  store       not built in this binary (objcache module absent)\n";
-#endif
 
   std::printf("\nSummary\n");
   std::printf(

@@ -11,6 +11,7 @@
 #include "cli/moq_util.h"
 #include "common/asio.h"
 #include "moqt_endpoint/moqt_endpoint.h"
+#include "moqt_session/moqt_track_store.h"
 #include "quic/tls.h"
 
 namespace kvcs::cli {

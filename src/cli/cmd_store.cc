@@ -1,7 +1,9 @@
 // kvcs store: the S3-compatible object server over the durable local-disk store.
 #include <sys/stat.h>
 
+#include <algorithm>
 #include <cstdlib>
+#include <filesystem>
 #include <fstream>
 #include <iostream>
 
@@ -9,20 +11,11 @@
 #include "common/crypto.h"
 #include "common/hex.h"
 #include "common/log.h"
+#include "objcache/service.h"
 #include "s3/config.h"
 #include "s3/server.h"
-#include "store/local_store.h"
-#if __has_include("s3client/store_factory.h")
-#include <algorithm>
-#include <filesystem>
-
 #include "s3client/store_factory.h"
-#define KVCS_STORE_HAS_S3_BACKEND 1
-#endif
-#if __has_include("objcache/service.h")
-#include "objcache/service.h"
-#define KVCS_STORE_HAS_OBJCACHE 1
-#endif
+#include "store/local_store.h"
 
 namespace kvcs::cli {
 namespace {
@@ -44,7 +37,6 @@ struct StoreFlags {
   std::string shm_socket;
 };
 
-#ifdef KVCS_STORE_HAS_S3_BACKEND
 // The S3 backend from --backend-config and/or the --s3-* flags (flags win). Returns null with
 // *error set on failure, or null with no error when the configuration says "local".
 std::unique_ptr<store::ObjectStore> OpenS3Backend(const StoreFlags& f, std::string* desc,
@@ -75,7 +67,6 @@ std::unique_ptr<store::ObjectStore> OpenS3Backend(const StoreFlags& f, std::stri
           (c.s3.bucket_prefix.empty() ? "" : ", bucket prefix " + c.s3.bucket_prefix);
   return std::move(*store);
 }
-#endif
 
 // Generated config for a store started without keys: one access key with a random secret.
 Result<std::string> GenerateConfig(const std::string& path, s3::ServerConfig* config) {
@@ -122,7 +113,6 @@ int Run(const StoreFlags& f) {
   std::unique_ptr<store::ObjectStore> remote;
   std::string backend_desc = "root " + f.root;
   if (f.backend != "local" || !f.backend_config.empty()) {
-#ifdef KVCS_STORE_HAS_S3_BACKEND
     Status error;
     remote = OpenS3Backend(f, &backend_desc, &error);
     if (!error.ok()) {
@@ -131,9 +121,6 @@ int Run(const StoreFlags& f) {
     }
     std::error_code ec;
     std::filesystem::create_directories(f.root, ec);  // still holds s3.conf
-#else
-    return Fail(cmd, "this build has no S3 backend", "use --backend local");
-#endif
   }
   if (!remote) {
     auto store = store::LocalStore::Open(f.root);
@@ -172,7 +159,6 @@ int Run(const StoreFlags& f) {
   }
 
   s3::Server server(config, active);
-#ifdef KVCS_STORE_HAS_OBJCACHE
   objcache::ServiceOptions so;
   so.bandwidth_cap = f.bandwidth_cap;
   objcache::Service service(so);
@@ -189,7 +175,6 @@ int Run(const StoreFlags& f) {
       return Fail(cmd, shm.message(), "pass another --shm-socket PATH, or --shm-socket none");
     }
   }
-#endif
   Status s = server.Start();
   if (!s.ok()) return Fail(cmd, s.ToString(), "is the port free?");
   if (local && (local->removed_temp_files() > 0 || local->corrupt_files() > 0)) {
@@ -200,10 +185,8 @@ int Run(const StoreFlags& f) {
   bool tls = !config.tls_cert_file.empty();
   std::cout << "kvcs store: listening on " << (tls ? "https" : "http") << "://"
             << config.listen_host << ":" << server.port() << " (" << backend_desc << ")\n";
-#ifdef KVCS_STORE_HAS_OBJCACHE
   if (shm_path != "none")
     std::cout << "kvcs store: same-host delivery (shared buffers) on " << shm_path << "\n";
-#endif
   std::cout << "kvcs store: access keys from " << key_source << " (" << config.secrets.size()
             << " key" << (config.secrets.size() == 1 ? "" : "s") << ")\n";
   if (!generated_secret.empty()) {

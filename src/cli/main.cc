@@ -2,6 +2,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <iostream>
+#include <string_view>
 
 #include "cli/command.h"
 #include "common/log.h"
@@ -19,6 +20,33 @@ int Fail(const std::string& cmd, const std::string& message, const std::string& 
   return 1;
 }
 
+namespace {
+
+// The first argument that names a command: skips the top-level options (--log takes a value).
+// Returns null when there is none (then CLI11 prints the usage).
+const char* CommandArgument(int argc, char** argv) {
+  for (int i = 1; i < argc; ++i) {
+    std::string_view a = argv[i];
+    if (a == "--log") {
+      ++i;
+    } else if (a.empty() || a.front() != '-') {
+      return argv[i];
+    }
+  }
+  return nullptr;
+}
+
+// An unknown command, with or without --help, names itself and exits 2 (usage error) so that a
+// script can tell; CLI11 alone would print the top-level help and exit 0 for `kvcs nope --help`.
+int UnknownCommand(const std::string& name, const std::vector<CLI::App*>& commands) {
+  std::cerr << "kvcs: error: unknown command '" << name << "'\ncommands:";
+  for (const CLI::App* c : commands) std::cerr << " " << c->get_name();
+  std::cerr << "\n  hint: kvcs --help lists them with a line each; kvcs <command> --help "
+               "shows one\n";
+  return 2;
+}
+
+}  // namespace
 }  // namespace kvcs::cli
 
 int main(int argc, char** argv) {
@@ -38,6 +66,12 @@ int main(int argc, char** argv) {
     kvcs::cli::RunFn run = entry.setup(app);
     auto subs = app.get_subcommands({});
     if (subs.size() > before) runs.emplace_back(subs.back(), std::move(run));
+  }
+  if (const char* name = kvcs::cli::CommandArgument(argc, argv)) {
+    auto commands = app.get_subcommands({});
+    bool known = std::any_of(commands.begin(), commands.end(),
+                             [&](const CLI::App* c) { return c->check_name(name); });
+    if (!known) return kvcs::cli::UnknownCommand(name, commands);
   }
   try {
     app.parse(argc, argv);

@@ -4,6 +4,7 @@
 #include "common/crypto.h"
 #include "common/hex.h"
 #include "common/status.h"
+#include "common/strings.h"
 
 namespace kvcs {
 namespace {
@@ -86,6 +87,41 @@ TEST(Status, ResultAndMacros) {
   EXPECT_EQ(e.status().code(), Code::kInvalidArgument);
   EXPECT_EQ(e.status().detail(), 7);
   EXPECT_EQ(e.status().WithContext("x").message(), "x: bad");
+}
+
+}  // namespace
+}  // namespace kvcs
+
+namespace kvcs {
+namespace {
+
+TEST(Strings, AsciiLowerAndIEquals) {
+  EXPECT_EQ(AsciiLower("X-Amz-Meta-ABC-z09"), "x-amz-meta-abc-z09");
+  EXPECT_EQ(AsciiLower("\xc3\x89t\xc3\xa9"), "\xc3\x89t\xc3\xa9");  // UTF-8 bytes kept
+  EXPECT_TRUE(AsciiIEquals("Content-Length", "content-LENGTH"));
+  EXPECT_FALSE(AsciiIEquals("Content-Length", "Content-Lengt"));
+  EXPECT_FALSE(AsciiIEquals("a[", "A{"));  // '[' + 32 is '{': only letters fold
+}
+
+TEST(Strings, Trim) {
+  EXPECT_EQ(Trim("  a b \t"), "a b");
+  EXPECT_EQ(Trim(" \t "), "");
+  EXPECT_EQ(Trim(""), "");
+  EXPECT_EQ(Trim("x\r"), "x\r");  // HTTP whitespace only by default
+  EXPECT_EQ(Trim(" x\r", kLineWhitespace), "x");
+  EXPECT_EQ(Trim("\n 7 \n", kXmlWhitespace), "7");
+}
+
+TEST(Strings, ParseDecimalIsStrict) {
+  EXPECT_EQ(ParseDecimal<uint64_t>("0"), 0u);
+  EXPECT_EQ(ParseDecimal<uint64_t>("007"), 7u);
+  EXPECT_EQ(ParseDecimal<uint64_t>("18446744073709551615"), UINT64_MAX);
+  EXPECT_EQ(ParseDecimal<uint64_t>("18446744073709551616"), std::nullopt);  // overflow
+  EXPECT_EQ(ParseDecimal<uint16_t>("65535"), 65535u);
+  EXPECT_EQ(ParseDecimal<uint16_t>("65536"), std::nullopt);
+  for (std::string_view bad : {"", " 1", "1 ", "+1", "-1", "0x10", "1e3", "1.0", "١"}) {
+    EXPECT_EQ(ParseDecimal<uint64_t>(bad), std::nullopt) << bad;
+  }
 }
 
 }  // namespace

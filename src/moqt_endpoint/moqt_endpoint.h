@@ -33,7 +33,8 @@
 
 #include "common/status.h"
 #include "moqt_session/moqt_session.h"
-#include "quic/quic.h"
+#include "quic/client.h"
+#include "quic/server.h"
 
 namespace boost::asio {
 class io_context;

@@ -1,3 +1,4 @@
+// MoqtSession and MoqtSessionImpl: the session itself (moqt_session.h, moqt_session_impl.h).
 #include "moqt_session/moqt_session.h"
 
 #include <algorithm>
@@ -6,7 +7,8 @@
 #include "moqt/moqt_error.h"
 #include "moqt/moqt_fields.h"
 #include "moqt/moqt_limits.h"
-#include "moqt_session/moqt_session_internal.h"
+#include "moqt_session/moqt_send_order.h"
+#include "moqt_session/moqt_session_impl.h"
 
 namespace kvcs::moqt {
 namespace {
@@ -22,111 +24,30 @@ RequestError MakeRequestError(RequestErrorCode code, std::string reason) {
   return e;
 }
 
-// 45 bits of group (larger IDs share the last key), then 1 bit: fill before live.
-constexpr uint64_t kGroupKeyMask = (uint64_t{1} << 45) - 1;
-
-// Bytes of a namespace beyond a prefix (suffix fields).
-TrackNamespace Suffix(const TrackNamespace& ns, const TrackNamespace& prefix) {
-  return TrackNamespace(ns.begin() + static_cast<std::ptrdiff_t>(prefix.size()), ns.end());
-}
-
 bool PrefixesOverlap(const TrackNamespace& a, const TrackNamespace& b) {
   return NamespaceHasPrefix(a, b) || NamespaceHasPrefix(b, a);
 }
 
-}  // namespace
-
-uint64_t DataSendOrder(uint8_t subscriber_priority, uint8_t publisher_priority, GroupOrder order,
-                       uint64_t group, bool fill) {
-  uint64_t g = std::min(group, kGroupKeyMask);
-  if (order == GroupOrder::kDescending) g = kGroupKeyMask - g;
-  return 2 + ((uint64_t{subscriber_priority} << 55) | (uint64_t{publisher_priority} << 47) |
-              (g << 1) | (fill ? 0 : 1));
-}
-
-// Forwards namespace changes of the TrackSource to one SUBSCRIBE_NAMESPACE request.
-class NamespaceRelay : public NamespaceListener {
+// The visitor installed on every transport stream the session adopts (owned by the stream): it
+// forwards the stream's events by StreamId, so a stream that outlives its state in the session
+// finds nothing rather than a dangling pointer.
+class SessionStreamVisitor : public transport::StreamVisitor {
  public:
-  NamespaceRelay(MoqtSessionImpl* s, uint64_t id) : s_(s), id_(id) {}
-  void OnNamespaceAdded(const TrackNamespace& ns) override { s_->NamespaceChanged(id_, ns, true); }
-  void OnNamespaceRemoved(const TrackNamespace& ns) override {
-    s_->NamespaceChanged(id_, ns, false);
+  SessionStreamVisitor(MoqtSessionImpl* s, StreamId id) : s_(s), id_(id) {}
+  void OnCanRead() override { s_->OnStreamReadable(id_); }
+  void OnCanWrite() override { s_->OnStreamWritable(id_); }
+  void OnResetStreamReceived(transport::ErrorCode code) override { s_->OnStreamReset(id_, code); }
+  void OnStopSendingReceived(transport::ErrorCode code) override {
+    s_->OnStreamStopSending(id_, code);
   }
+  void OnStreamClosed() override { s_->OnStreamGone(id_); }
 
  private:
   MoqtSessionImpl* s_;
-  uint64_t id_;
+  StreamId id_;
 };
 
-// ------------------------------------------------------------------------------ StreamShim
-void StreamShim::OnCanRead() { s_->OnStreamReadable(id_); }
-void StreamShim::OnCanWrite() { s_->OnStreamWritable(id_); }
-void StreamShim::OnResetStreamReceived(transport::ErrorCode code) { s_->OnStreamReset(id_, code); }
-void StreamShim::OnStopSendingReceived(transport::ErrorCode code) {
-  s_->OnStreamStopSending(id_, code);
-}
-void StreamShim::OnStreamClosed() { s_->OnStreamGone(id_); }
-
-// --------------------------------------------------------------------------------- InData
-void InData::OnSubgroupHeader(const SubgroupHeader& h) {
-  header = h;
-  if (!s_->AttributeSubgroup(this, h)) refused = true;
-}
-GroupOrder InData::OnFetchHeader(const FetchHeader& h) {
-  is_fetch = true;
-  std::optional<GroupOrder> o = s_->AttributeFetch(this, h.request_id);
-  if (!o) {
-    refused = true;
-    return GroupOrder::kAscending;
-  }
-  return *o;
-}
-void InData::OnObjectHeader(const ObjectHeader& o) {
-  if (refused) return;
-  ReleasePayload();
-  cur = o;
-  if (o.payload_length > kMaxObjectPayloadBytes ||
-      s_->reassembly_bytes_ + o.payload_length > kMaxReassemblyBytesPerSession) {
-    s_->RefuseDataStream(this, StreamResetCode::kExcessiveLoad);
-    return;
-  }
-  held = o.payload_length;
-  s_->reassembly_bytes_ += held;
-  if (o.payload_length == 0) {
-    ReleasePayload();
-    s_->DeliverObject(this, {});
-  }
-}
-void InData::OnObjectPayload(ByteSpan chunk, bool end_of_object) {
-  if (refused) return;
-  if (end_of_object && payload.empty()) {
-    // The whole payload in one chunk (the common case for objects that fit a transport chunk):
-    // delivered from the stream's bytes, no copy.
-    ReleasePayload();
-    s_->DeliverObject(this, chunk);
-    return;
-  }
-  if (payload.empty()) payload.reserve(held);  // one allocation per object, bounded by `held`
-  payload.insert(payload.end(), chunk.begin(), chunk.end());
-  if (end_of_object) {
-    Bytes p = std::move(payload);
-    ReleasePayload();
-    s_->DeliverObject(this, p);
-  }
-}
-void InData::ReleasePayload() {
-  s_->reassembly_bytes_ -= std::min(held, s_->reassembly_bytes_);
-  held = 0;
-  Bytes().swap(payload);
-}
-void InData::OnEndOfRange(const EndOfRange& m) {
-  if (!refused) s_->DeliverEndOfRange(this, m);
-}
-void InData::OnStreamEnd() { s_->DataStreamEnded(this, true); }
-void InData::OnError(const Status& error) {
-  ErrorDisposition d = DispositionOf(error);
-  s_->Close(d.session_code, "data stream: " + error.message());
-}
+}  // namespace
 
 // ----------------------------------------------------------------------- MoqtSessionImpl
 MoqtSessionImpl::MoqtSessionImpl(transport::Session* t, MoqtSessionConfig config,
@@ -141,7 +62,7 @@ MoqtSessionImpl::MoqtSessionImpl(transport::Session* t, MoqtSessionConfig config
 MoqtSessionImpl::~MoqtSessionImpl() {
   for (auto& [t, v] : served_) t->RemoveListener(this);
   for (auto& [id, r] : in_requests_) {
-    if (r.ns_listener && source_) source_->RemoveNamespaceListener(r.ns_listener.get());
+    if (r.ns_forwarder && source_) source_->RemoveNamespaceListener(r.ns_forwarder.get());
   }
   if (!closed_) {
     for (auto& [id, e] : streams_) {
@@ -151,7 +72,7 @@ MoqtSessionImpl::~MoqtSessionImpl() {
   }
 }
 
-StreamEntry* MoqtSessionImpl::Entry(StreamId id) {
+MoqtSessionImpl::StreamEntry* MoqtSessionImpl::Entry(StreamId id) {
   auto it = streams_.find(id);
   return it == streams_.end() ? nullptr : &it->second;
 }
@@ -159,7 +80,7 @@ StreamEntry* MoqtSessionImpl::Entry(StreamId id) {
 void MoqtSessionImpl::Adopt(transport::Stream* s, StreamEntry::Role role) {
   StreamEntry& e = streams_[s->GetStreamId()];
   e.role = role;
-  s->SetVisitor(std::make_unique<StreamShim>(this, s->GetStreamId()));
+  s->SetVisitor(std::make_unique<SessionStreamVisitor>(this, s->GetStreamId()));
 }
 
 void MoqtSessionImpl::Start() {
@@ -189,13 +110,17 @@ void MoqtSessionImpl::Start() {
 void MoqtSessionImpl::Close(SessionError code, std::string_view reason) {
   if (closing_) return;
   closing_ = true;
+  DetachFromSource();
+  t_->CloseSession(static_cast<uint64_t>(code), reason);
+}
+
+void MoqtSessionImpl::DetachFromSource() {
   for (auto& [t, v] : served_) t->RemoveListener(this);
   served_.clear();
   for (auto& [id, r] : in_requests_) {
-    if (r.ns_listener && source_) source_->RemoveNamespaceListener(r.ns_listener.get());
-    r.ns_listener.reset();
+    if (r.ns_forwarder && source_) source_->RemoveNamespaceListener(r.ns_forwarder.get());
+    r.ns_forwarder.reset();
   }
-  t_->CloseSession(static_cast<uint64_t>(code), reason);
 }
 
 void MoqtSessionImpl::OnSessionReady() { Start(); }
@@ -204,12 +129,7 @@ void MoqtSessionImpl::OnSessionClosed(const transport::CloseInfo& info) {
   if (closed_) return;
   closing_ = true;
   closed_ = true;
-  for (auto& [t, v] : served_) t->RemoveListener(this);
-  served_.clear();
-  for (auto& [id, r] : in_requests_) {
-    if (r.ns_listener && source_) source_->RemoveNamespaceListener(r.ns_listener.get());
-    r.ns_listener.reset();
-  }
+  DetachFromSource();
   in_requests_.clear();
   streams_.clear();
   // Every outstanding request of ours ends now.
@@ -295,7 +215,7 @@ bool MoqtSessionImpl::CheckReady(Status* err) {
   return true;
 }
 
-Result<uint64_t> MoqtSessionImpl::OpenRequest(RequestKind kind, OutRequest req,
+Result<uint64_t> MoqtSessionImpl::OpenRequest(RequestKind kind, OutgoingRequest req,
                                               const ControlMessage& first, bool fin) {
   Bytes probe;
   Status valid = AppendControlMessage(first, &probe, config_.wire);
@@ -447,7 +367,7 @@ void MoqtSessionImpl::OnStreamReset(StreamId id, uint64_t code) {
       ProtocolViolation("control stream reset");
       return;
     case StreamEntry::Role::kRequestIn:
-      if (e->has_request) EndInRequest(e->request_id, true);
+      if (e->has_request) EndIncomingRequest(e->request_id, true);
       if (transport::Stream* s = TStream(id)) {
         s->ResetWithCode(static_cast<uint64_t>(StreamResetCode::kCancelled));
       }
@@ -457,21 +377,14 @@ void MoqtSessionImpl::OnStreamReset(StreamId id, uint64_t code) {
       if (!e->has_request) return;
       auto it = out_requests_.find(e->request_id);
       if (it == out_requests_.end()) return;
-      OutRequest& r = it->second;
+      OutgoingRequest& r = it->second;
       if (r.kind == RequestKind::kSubscribeNamespace || r.kind == RequestKind::kPublishNamespace) {
-        FinishOutRequest(r.id);
+        FinishOutgoingRequest(r.id);
         return;
       }
       if (r.kind == RequestKind::kSubscribe) {
         r.stream_trouble = true;
-        if (!r.done) {
-          PublishDone d;
-          d.status_code = static_cast<uint64_t>(PublishDoneCode::kInternalError);
-          d.stream_count = kStreamCountUnknown;
-          d.reason = "request stream reset";
-          r.done = d;
-          r.done_at_ms = Now();
-        }
+        r.AssumePublishDone("request stream reset", Now());
         MaybeCompleteSubscription(r.id);
         return;
       }
@@ -483,7 +396,7 @@ void MoqtSessionImpl::OnStreamReset(StreamId id, uint64_t code) {
         MaybeCompleteFetch(r.id);
         return;
       }
-      FinishOutRequest(r.id);
+      FinishOutgoingRequest(r.id);
       return;
     }
     case StreamEntry::Role::kDataIn:
@@ -492,10 +405,7 @@ void MoqtSessionImpl::OnStreamReset(StreamId id, uint64_t code) {
         e->parked = false;
         if (parked_data_) --parked_data_;
       }
-      if (e->in && !e->in->ended) {
-        e->in->ended = true;
-        DataStreamEnded(e->in.get(), false);
-      }
+      if (e->in && !e->in->ended()) DataStreamEnded(*e->in, false);
       return;
     default:
       return;
@@ -511,20 +421,20 @@ void MoqtSessionImpl::OnStreamStopSending(StreamId id, uint64_t code) {
       ProtocolViolation("STOP_SENDING on the control stream");
       return;
     case StreamEntry::Role::kRequestIn:
-      if (e->has_request) EndInRequest(e->request_id, true);
+      if (e->has_request) EndIncomingRequest(e->request_id, true);
       if (transport::Stream* s = TStream(id)) {
         s->SendStopSending(static_cast<uint64_t>(StreamResetCode::kCancelled));
       }
       return;
     case StreamEntry::Role::kDataOut: {
-      OutData* d = e->out_data.get();
-      if (!d || d->finished) return;
-      if (!d->fetch) {
-        if (auto it = in_requests_.find(d->owner); it != in_requests_.end()) {
-          it->second.stopped_groups.insert(d->group);
+      OutgoingDataStream* d = e->out_data.get();
+      if (!d || d->finished()) return;
+      if (!d->is_fetch()) {
+        if (auto it = in_requests_.find(d->owner()); it != in_requests_.end()) {
+          it->second.stopped_groups.insert(d->group());
         }
       }
-      DataOutFinished(id, *e);
+      DataOutFinished(*d);
       return;
     }
     default:
@@ -542,12 +452,11 @@ void MoqtSessionImpl::OnStreamGone(StreamId id) {
     streams_.erase(it);
     return;
   }
-  if (e.role == StreamEntry::Role::kDataOut && e.out_data && !e.out_data->finished && !closing_) {
-    DataOutFinished(id, e);
+  if (e.role == StreamEntry::Role::kDataOut && e.out_data && !e.out_data->finished() && !closing_) {
+    DataOutFinished(*e.out_data);
   }
-  if (e.role == StreamEntry::Role::kDataIn && e.in && !e.in->ended && !closing_) {
-    e.in->ended = true;
-    DataStreamEnded(e.in.get(), false);
+  if (e.role == StreamEntry::Role::kDataIn && e.in && !e.in->ended() && !closing_) {
+    DataStreamEnded(*e.in, false);
   }
   streams_.erase(id);
 }
@@ -718,19 +627,12 @@ void MoqtSessionImpl::OnRequestStreamFin(StreamId id, StreamEntry& e) {
   if (!e.has_request) return;
   auto it = out_requests_.find(e.request_id);
   if (it != out_requests_.end()) {
-    OutRequest& r = it->second;
+    OutgoingRequest& r = it->second;
     r.fin_received = true;
     switch (r.kind) {
       case RequestKind::kSubscribe:
-        if (!r.done) {
-          r.stream_trouble = true;
-          PublishDone d;
-          d.status_code = static_cast<uint64_t>(PublishDoneCode::kInternalError);
-          d.stream_count = kStreamCountUnknown;
-          d.reason = "request stream ended without PUBLISH_DONE";
-          r.done = d;
-          r.done_at_ms = Now();
-        }
+        if (!r.done) r.stream_trouble = true;
+        r.AssumePublishDone("request stream ended without PUBLISH_DONE", Now());
         MaybeCompleteSubscription(r.id);
         break;
       case RequestKind::kFetch:
@@ -738,7 +640,7 @@ void MoqtSessionImpl::OnRequestStreamFin(StreamId id, StreamEntry& e) {
         MaybeCompleteFetch(r.id);
         break;
       default:
-        FinishOutRequest(r.id);
+        FinishOutgoingRequest(r.id);
     }
   }
   if (closing_) return;
@@ -811,7 +713,7 @@ void MoqtSessionImpl::OnFirstRequestMessage(StreamId id, ControlMessage m) {
   }
 }
 
-void MoqtSessionImpl::OnLaterRequestMessage(StreamId id, InRequest& r, ControlMessage m) {
+void MoqtSessionImpl::OnLaterRequestMessage(StreamId id, IncomingRequest& r, ControlMessage m) {
   auto* u = std::get_if<RequestUpdate>(&m);
   if (!u) {
     ProtocolViolation(std::string("unexpected ") + std::string(MessageTypeName(MessageTypeOf(m))) +
@@ -865,7 +767,7 @@ void MoqtSessionImpl::HandleSubscribe(StreamId id, const moqt::Subscribe& m) {
     SendRequestError(id, RequestErrorCode::kDoesNotExist, "no such track");
     return;
   }
-  InRequest r;
+  IncomingRequest r;
   r.kind = RequestKind::kSubscribe;
   r.id = m.request_id;
   r.stream = id;
@@ -888,7 +790,7 @@ void MoqtSessionImpl::HandleSubscribe(StreamId id, const moqt::Subscribe& m) {
   }
   uint64_t rid = r.id;
   auto [it, inserted] = in_requests_.emplace(rid, std::move(r));
-  InRequest& sub = it->second;
+  IncomingRequest& sub = it->second;
   if (m.params.fill_parameters && sub.forward) {
     StartFill(sub, rid, *m.params.fill_parameters, filter);
   }
@@ -897,12 +799,12 @@ void MoqtSessionImpl::HandleSubscribe(StreamId id, const moqt::Subscribe& m) {
   MaybePublishDone(rid);
 }
 
-void MoqtSessionImpl::StartFill(InRequest& sub, uint64_t header_id, const FillParameters& fp,
+void MoqtSessionImpl::StartFill(IncomingRequest& sub, uint64_t header_id, const FillParameters& fp,
                                 const LocationFilter& sub_filter) {
   // Fill range: the inner LOCATION_FILTER, else the subscription's; kNone = the whole track; the
   // end is clamped to the Largest Object now (FETCH rules).
   LocationFilter f = fp.location_filter.value_or(sub_filter);
-  PendingFetchOpen p;
+  FetchStreamParams p;
   p.owner = sub.id;
   p.header_id = header_id;
   p.range = FetchRange(f, sub.track->largest());
@@ -914,10 +816,10 @@ void MoqtSessionImpl::StartFill(InRequest& sub, uint64_t header_id, const FillPa
   OpenFetchStream(std::move(p));
 }
 
-void MoqtSessionImpl::OpenFetchStream(PendingFetchOpen p) {
+void MoqtSessionImpl::OpenFetchStream(FetchStreamParams p) {
   auto it = in_requests_.find(p.owner);
   if (it == in_requests_.end()) return;
-  InRequest& owner = it->second;
+  IncomingRequest& owner = it->second;
   transport::Stream* s = t_->OpenOutgoingUnidirectionalStream();
   if (!s) {
     pending_fetch_opens_.push_back(std::move(p));
@@ -927,34 +829,20 @@ void MoqtSessionImpl::OpenFetchStream(PendingFetchOpen p) {
   Adopt(s, StreamEntry::Role::kDataOut);
   StreamId sid = s->GetStreamId();
   StreamEntry& e = streams_[sid];
-  e.out_data = std::make_unique<OutData>();
-  OutData& d = *e.out_data;
-  d.fetch = true;
-  d.owner = p.owner;
-  d.f_writer = std::make_unique<FetchStreamWriter>(p.order, config_.wire);
-  d.f = std::move(p);
+  const uint8_t priority = p.priority;
+  const GroupOrder order = p.order;
+  const uint64_t start_group = p.range.start.group;
+  e.out_data = OutgoingDataStream::Fetch(this, sid, std::move(p), config_.wire);
   owner.data_streams.insert(sid);
   if (owner.kind == RequestKind::kFetch) owner.fetch_stream = sid;
   stats_.data_streams_opened++;
-  s->SetSendOrder(DataSendOrder(d.f.priority, owner.track->options().publisher_priority, d.f.order,
-                                d.f.range.start.group, true));
-  Bytes header;
-  (void)AppendFetchHeader(FetchHeader{d.f.header_id}, &header, config_.wire);
-  // Unknown leading range: the oldest groups of the range were evicted (ascending only).
-  if (d.f.order == GroupOrder::kAscending && owner.track->GroupEvicted(d.f.range.start.group)) {
-    std::optional<uint64_t> oldest = owner.track->oldest_group();
-    uint64_t last_unknown = oldest ? *oldest - 1 : d.f.range.end->group;
-    if (d.f.range.end && last_unknown > d.f.range.end->group) last_unknown = d.f.range.end->group;
-    EndOfRange m{EndOfRangeKind::kUnknown, {last_unknown, UINT64_MAX}};
-    if (d.f_writer->AppendEndOfRange(m, &header).ok()) {
-      d.cursor = m.location;
-    }
-  }
-  (void)s->Write(header, false);
+  s->SetSendOrder(
+      DataSendOrder(priority, owner.track->options().publisher_priority, order, start_group, true));
+  e.out_data->WriteHeader(*s, *owner.track);
   PumpData(sid);
 }
 
-void MoqtSessionImpl::OpenGroupStream(InRequest& sub, uint64_t group, uint64_t first_object) {
+void MoqtSessionImpl::OpenGroupStream(IncomingRequest& sub, uint64_t group, uint64_t first_object) {
   transport::Stream* s = t_->OpenOutgoingUnidirectionalStream();
   if (!s) {
     sub.waiting_groups.push_back({group, first_object});
@@ -965,35 +853,22 @@ void MoqtSessionImpl::OpenGroupStream(InRequest& sub, uint64_t group, uint64_t f
   Adopt(s, StreamEntry::Role::kDataOut);
   StreamId sid = s->GetStreamId();
   StreamEntry& e = streams_[sid];
-  e.out_data = std::make_unique<OutData>();
-  OutData& d = *e.out_data;
-  d.owner = sub.id;
-  d.group = group;
-  d.next_object = first_object;
-  SubgroupHeader h;
-  h.track_alias = sub.alias;
-  h.group_id = group;
-  h.id_mode = SubgroupIdMode::kZero;
-  h.publisher_priority = sub.track->options().publisher_priority;
-  h.has_properties = true;
-  h.first_object = first_object == 0;
-  d.sg_writer = std::make_unique<SubgroupStreamWriter>(h, config_.wire);
+  e.out_data = OutgoingDataStream::Subgroup(this, sid, sub.id, sub.alias, group, first_object,
+                                            sub.track->options().publisher_priority, config_.wire);
   sub.group_streams[group] = sid;
   sub.data_streams.insert(sid);
   sub.streams_opened++;
   stats_.data_streams_opened++;
   s->SetSendOrder(DataSendOrder(sub.subscriber_priority, sub.track->options().publisher_priority,
                                 sub.group_order, group, false));
-  Bytes header;
-  (void)AppendSubgroupHeader(h, &header, config_.wire);
-  (void)s->Write(header, false);
+  e.out_data->WriteHeader(*s, *sub.track);
   PumpData(sid);
 }
 
 void MoqtSessionImpl::OnCanCreateNewOutgoingUnidirectionalStream() {
   if (closing_) return;
   while (!pending_fetch_opens_.empty() && t_->CanOpenNextOutgoingUnidirectionalStream()) {
-    PendingFetchOpen p = std::move(pending_fetch_opens_.front());
+    FetchStreamParams p = std::move(pending_fetch_opens_.front());
     pending_fetch_opens_.pop_front();
     auto it = in_requests_.find(p.owner);
     if (it == in_requests_.end()) continue;
@@ -1004,7 +879,7 @@ void MoqtSessionImpl::OnCanCreateNewOutgoingUnidirectionalStream() {
     pending_group_opens_.pop_front();
     auto it = in_requests_.find(sub_id);
     if (it == in_requests_.end()) continue;
-    InRequest& sub = it->second;
+    IncomingRequest& sub = it->second;
     auto w = std::find(sub.waiting_groups.begin(), sub.waiting_groups.end(), g);
     if (w == sub.waiting_groups.end()) continue;
     sub.waiting_groups.erase(w);
@@ -1041,7 +916,7 @@ void MoqtSessionImpl::OnObjectAdded(Track& track, const PublishedObject& o) {
     if (closing_) return;
     auto rit = in_requests_.find(sid);
     if (rit == in_requests_.end()) continue;
-    InRequest& sub = rit->second;
+    IncomingRequest& sub = rit->second;
     if (o.status == ObjectStatus::kEndOfTrack) {
       // Open group streams without their own end are finished by the track's end.
       std::vector<StreamId> open;
@@ -1080,7 +955,7 @@ void MoqtSessionImpl::OnObjectAdded(Track& track, const PublishedObject& o) {
   }
 }
 
-void MoqtSessionImpl::SendDatagram(InRequest& sub, const PublishedObject& o, bool* sent) {
+void MoqtSessionImpl::SendDatagram(IncomingRequest& sub, const PublishedObject& o, bool* sent) {
   *sent = false;
   size_t max = t_->GetMaxDatagramSize();
   if (max == 0) return;
@@ -1105,190 +980,27 @@ void MoqtSessionImpl::SendDatagram(InRequest& sub, const PublishedObject& o, boo
 void MoqtSessionImpl::PumpData(StreamId id) {
   if (closing_) return;
   StreamEntry* e = Entry(id);
-  if (!e || !e->out_data || e->out_data->finished) return;
-  if (e->out_data->fetch) {
-    PumpFetch(id, *e);
-  } else {
-    PumpSubgroup(id, *e);
-  }
-}
-
-void MoqtSessionImpl::PumpSubgroup(StreamId id, StreamEntry& e) {
-  OutData& d = *e.out_data;
+  if (!e || !e->out_data || e->out_data->finished()) return;
   transport::Stream* s = TStream(id);
-  auto rit = in_requests_.find(d.owner);
+  auto rit = in_requests_.find(e->out_data->owner());
   if (!s || rit == in_requests_.end()) return;
-  InRequest& sub = rit->second;
-  const Track& track = *sub.track;
-  if (!FlushPendingPayload(s, d)) return;
-  while (s->CanWrite()) {
-    const PublishedObject* o = track.NextInGroup(d.group, d.next_object);
-    if (!o) {
-      if (track.GroupEvicted(d.group)) {
-        s->ResetWithCode(static_cast<uint64_t>(StreamResetCode::kTooFarBehind));
-        DataOutFinished(id, e);
-      } else if (track.GroupEnded(d.group) || track.ended()) {
-        (void)s->Write({}, true);  // the group's end was not in our range: just FIN
-        DataOutFinished(id, e);
-      }
-      return;
-    }
-    const bool last_id = o->location.object == UINT64_MAX;  // no object can follow it
-    d.next_object = o->location.object + 1;
-    bool skip = false;
-    if (!sub.live.Contains(o->location)) {
-      if (sub.live.end && o->location > *sub.live.end) {
-        (void)s->Write({}, true);
-        DataOutFinished(id, e);
-        return;
-      }
-      skip = true;
-    } else if (o->status == ObjectStatus::kNormal &&
-               !PassesRangeFilters(sub.filters, o->subgroup_id, o->location.object,
-                                   o->publisher_priority, o->properties)) {
-      skip = true;
-    }
-    if (skip) {
-      if (last_id) return;
-      continue;
-    }
-    // Header and payload are written separately: the payload goes from the Track's shared
-    // buffer straight into the transport (no per-object copy into a serialization buffer).
-    Bytes header;
-    Status st = d.sg_writer->AppendObjectHeader(
-        o->location.object, o->status,
-        o->status == ObjectStatus::kNormal ? o->properties : Properties{}, o->payload->size(),
-        &header);
-    if (!st.ok()) {
-      s->ResetWithCode(static_cast<uint64_t>(StreamResetCode::kInternalError));
-      DataOutFinished(id, e);
-      return;
-    }
-    bool last = o->status != ObjectStatus::kNormal;
-    if (!s->Write(header, last).ok()) return;
-    stats_.objects_sent++;
-    if (last) {
-      DataOutFinished(id, e);
-      return;
-    }
-    if (!WritePayload(s, d, o->payload)) return;
-  }
+  e->out_data->Pump(*s, rit->second);
 }
 
-bool MoqtSessionImpl::WritePayload(transport::Stream* s, OutData& d,
-                                   const std::shared_ptr<const Bytes>& payload) {
-  if (payload->empty()) return true;
-  if (s->CanWrite() && s->Write(*payload, false).ok()) return true;
-  d.pending_payload = payload;  // resumed by FlushPendingPayload on the next pump
-  return false;
-}
-
-bool MoqtSessionImpl::FlushPendingPayload(transport::Stream* s, OutData& d) {
-  if (!d.pending_payload) return true;
-  if (!s->CanWrite() || !s->Write(*d.pending_payload, false).ok()) return false;
-  d.pending_payload.reset();
-  return true;
-}
-
-const PublishedObject* MoqtSessionImpl::NextFetchObject(const Track& t, const OutData& d) const {
-  const LocationRange& r = d.f.range;
-  if (r.empty() || !r.end) return nullptr;
-  const bool asc = d.f.order == GroupOrder::kAscending;
-  std::optional<uint64_t> g;
-  uint64_t min_obj = 0;
-  if (d.cursor) {
-    g = d.cursor->group;
-    if (d.cursor->object == UINT64_MAX) {
-      g = t.NextGroup(g, d.f.order);
-      min_obj = 0;
-    } else {
-      min_obj = d.cursor->object + 1;
-    }
-  } else {
-    g = asc ? r.start.group : r.end->group;
-    min_obj = *g == r.start.group ? r.start.object : 0;
-  }
-  while (g) {
-    if (asc ? *g > r.end->group : *g < r.start.group) return nullptr;
-    if (*g == r.start.group) min_obj = std::max(min_obj, r.start.object);
-    const PublishedObject* o = t.NextInGroup(*g, min_obj);
-    while (o && o->status != ObjectStatus::kNormal) {
-      o = o->location.object == UINT64_MAX ? nullptr : t.NextInGroup(*g, o->location.object + 1);
-    }
-    if (o && r.Contains(o->location)) return o;
-    g = t.NextGroup(g, d.f.order);
-    min_obj = 0;
-  }
-  return nullptr;
-}
-
-void MoqtSessionImpl::PumpFetch(StreamId id, StreamEntry& e) {
-  OutData& d = *e.out_data;
-  transport::Stream* s = TStream(id);
-  auto rit = in_requests_.find(d.owner);
-  if (!s || rit == in_requests_.end()) return;
-  InRequest& owner = rit->second;
-  const Track& track = *owner.track;
-  if (!FlushPendingPayload(s, d)) return;
-  while (s->CanWrite()) {
-    if (d.cursor && d.f.order == GroupOrder::kAscending && d.cursor->object != UINT64_MAX &&
-        (track.GroupEvicted(d.cursor->group) || (track.GroupEvicted(d.cursor->group + 1) &&
-                                                 d.cursor->group + 1 <= d.f.range.end->group))) {
-      // Objects we still had to send were evicted under us: the rest of the current group, or
-      // later groups. Going on would present them as non-existent (a gap on a fetch stream
-      // means "does not exist").  (A cursor at Object 2^64-1 is an End of Unknown Range marker
-      // that already covers its evicted groups.)
-      s->ResetWithCode(static_cast<uint64_t>(StreamResetCode::kTooFarBehind));
-      DataOutFinished(id, e);
-      return;
-    }
-    const PublishedObject* o = NextFetchObject(track, d);
-    if (!o) {
-      (void)s->Write({}, true);
-      DataOutFinished(id, e);
-      return;
-    }
-    if (!d.cursor || d.cursor->group != o->location.group) {
-      s->SetSendOrder(DataSendOrder(d.f.priority, o->publisher_priority, d.f.order,
-                                    o->location.group, d.f.fill));
-    }
-    d.cursor = o->location;
-    if (!PassesRangeFilters(d.f.filters, o->subgroup_id, o->location.object, o->publisher_priority,
-                            o->properties)) {
-      continue;
-    }
-    ObjectHeader h;
-    h.location = o->location;
-    h.subgroup_id = o->subgroup_id;
-    h.publisher_priority = o->publisher_priority;
-    h.properties = o->properties;
-    h.payload_length = o->payload->size();
-    Bytes header;
-    if (!d.f_writer->AppendObjectHeader(h, &header).ok()) {
-      s->ResetWithCode(static_cast<uint64_t>(StreamResetCode::kInternalError));
-      DataOutFinished(id, e);
-      return;
-    }
-    if (!s->Write(header, false).ok()) return;
-    stats_.objects_sent++;
-    if (!WritePayload(s, d, o->payload)) return;
-  }
-}
-
-void MoqtSessionImpl::DataOutFinished(StreamId id, StreamEntry& e) {
-  OutData& d = *e.out_data;
-  if (d.finished) return;
-  d.finished = true;
-  auto it = in_requests_.find(d.owner);
+void MoqtSessionImpl::DataOutFinished(OutgoingDataStream& d) {
+  if (d.finished()) return;
+  d.MarkFinished();
+  const StreamId id = d.id();
+  auto it = in_requests_.find(d.owner());
   if (it == in_requests_.end()) return;
-  InRequest& r = it->second;
+  IncomingRequest& r = it->second;
   r.data_streams.erase(id);
-  if (!d.fetch) {
-    auto g = r.group_streams.find(d.group);
+  if (!d.is_fetch()) {
+    auto g = r.group_streams.find(d.group());
     if (g != r.group_streams.end() && g->second == id) r.group_streams.erase(g);
   }
   if (r.kind == RequestKind::kFetch) {
-    EndInRequest(r.id, false);
+    EndIncomingRequest(r.id, false);
     return;
   }
   MaybePublishDone(r.id);
@@ -1297,10 +1009,10 @@ void MoqtSessionImpl::DataOutFinished(StreamId id, StreamEntry& e) {
 void MoqtSessionImpl::MaybePublishDone(uint64_t sub_id) {
   auto it = in_requests_.find(sub_id);
   if (it == in_requests_.end()) return;
-  InRequest& r = it->second;
+  IncomingRequest& r = it->second;
   if (r.kind != RequestKind::kSubscribe || !r.done_pending) return;
   if (!r.data_streams.empty() || !r.waiting_groups.empty()) return;
-  for (const PendingFetchOpen& p : pending_fetch_opens_) {
+  for (const FetchStreamParams& p : pending_fetch_opens_) {
     if (p.owner == sub_id) return;
   }
   PublishDone done;
@@ -1308,19 +1020,19 @@ void MoqtSessionImpl::MaybePublishDone(uint64_t sub_id) {
   done.stream_count = r.streams_opened;
   done.reason = r.done_code == PublishDoneCode::kTrackEnded ? "track ended" : "done";
   (void)SendControl(r.stream, done, true);
-  EndInRequest(sub_id, false);
+  EndIncomingRequest(sub_id, false);
 }
 
-void MoqtSessionImpl::EndInRequest(uint64_t id, bool reset_streams) {
+void MoqtSessionImpl::EndIncomingRequest(uint64_t id, bool reset_streams) {
   auto it = in_requests_.find(id);
   if (it == in_requests_.end()) return;
-  InRequest& r = it->second;
+  IncomingRequest& r = it->second;
   if (reset_streams) {
     std::vector<StreamId> ds(r.data_streams.begin(), r.data_streams.end());
     for (StreamId sid : ds) CancelDataOut(sid);
   }
   if (r.track) UnserveTrack(r.track.get(), id);
-  if (r.ns_listener && source_) source_->RemoveNamespaceListener(r.ns_listener.get());
+  if (r.ns_forwarder && source_) source_->RemoveNamespaceListener(r.ns_forwarder.get());
   if (r.kind == RequestKind::kPublishNamespace && cb_) cb_->OnPublishNamespaceDone(r.prefix);
   DropPendingOpens(r);
   in_requests_.erase(id);
@@ -1330,10 +1042,10 @@ void MoqtSessionImpl::CancelDataOut(StreamId sid) {
   if (transport::Stream* s = TStream(sid)) {
     s->ResetWithCode(static_cast<uint64_t>(StreamResetCode::kCancelled));
   }
-  if (StreamEntry* e = Entry(sid); e && e->out_data) e->out_data->finished = true;
+  if (StreamEntry* e = Entry(sid); e && e->out_data) e->out_data->MarkFinished();
 }
 
-void MoqtSessionImpl::DropPendingGroupOpens(InRequest& r) {
+void MoqtSessionImpl::DropPendingGroupOpens(IncomingRequest& r) {
   const uint64_t id = r.id;
   r.waiting_groups.clear();
   pending_group_opens_.erase(
@@ -1342,16 +1054,16 @@ void MoqtSessionImpl::DropPendingGroupOpens(InRequest& r) {
       pending_group_opens_.end());
 }
 
-void MoqtSessionImpl::DropPendingOpens(InRequest& r) {
+void MoqtSessionImpl::DropPendingOpens(IncomingRequest& r) {
   DropPendingGroupOpens(r);
   const uint64_t id = r.id;
   pending_fetch_opens_.erase(
       std::remove_if(pending_fetch_opens_.begin(), pending_fetch_opens_.end(),
-                     [id](const PendingFetchOpen& p) { return p.owner == id; }),
+                     [id](const FetchStreamParams& p) { return p.owner == id; }),
       pending_fetch_opens_.end());
 }
 
-void MoqtSessionImpl::HandleSubscriptionUpdate(InRequest& r, const RequestUpdate& m) {
+void MoqtSessionImpl::HandleSubscriptionUpdate(IncomingRequest& r, const RequestUpdate& m) {
   const MessageParameters& p = m.params;
   std::optional<RequestErrorCode> err = CheckRangeFilters(p.range_filters);
   if (!err && p.fill_parameters) err = CheckRangeFilters(p.fill_parameters->range_filters);
@@ -1454,7 +1166,7 @@ void MoqtSessionImpl::HandleFetch(StreamId id, const moqt::Fetch& m) {
   ok.end_of_track = track->ended() && (!last_normal || end >= *last_normal);
   if (m.params.include_properties.value_or(true))
     ok.track_properties = track->WireTrackProperties();
-  InRequest r;
+  IncomingRequest r;
   r.kind = RequestKind::kFetch;
   r.id = m.request_id;
   r.stream = id;
@@ -1462,7 +1174,7 @@ void MoqtSessionImpl::HandleFetch(StreamId id, const moqt::Fetch& m) {
   r.subscriber_priority = m.params.subscriber_priority.value_or(128);
   in_requests_.emplace(r.id, std::move(r));
   (void)SendControl(id, ok, true);
-  PendingFetchOpen p;
+  FetchStreamParams p;
   p.owner = m.request_id;
   p.header_id = m.request_id;
   p.range = range;
@@ -1507,7 +1219,7 @@ void MoqtSessionImpl::HandlePublishNamespace(StreamId id, const moqt::PublishNam
       return;
     }
   }
-  InRequest r;
+  IncomingRequest r;
   r.kind = RequestKind::kPublishNamespace;
   r.id = m.request_id;
   r.stream = id;
@@ -1536,36 +1248,32 @@ void MoqtSessionImpl::HandleSubscribeNamespace(StreamId id, const moqt::Subscrib
     SendRequestError(id, RequestErrorCode::kDoesNotExist, "nothing published here");
     return;
   }
-  InRequest r;
+  IncomingRequest r;
   r.kind = RequestKind::kSubscribeNamespace;
   r.id = m.request_id;
   r.stream = id;
   r.prefix = m.prefix;
-  r.ns_listener = std::make_unique<NamespaceRelay>(this, r.id);
+  r.ns_forwarder = std::make_unique<NamespaceForwarder>(this, r.id, m.prefix);
   auto [it, ins] = in_requests_.emplace(r.id, std::move(r));
-  InRequest& req = it->second;
+  IncomingRequest& req = it->second;
   (void)SendControl(id, RequestOk{});
-  source_->AddNamespaceListener(req.ns_listener.get());
+  source_->AddNamespaceListener(req.ns_forwarder.get());
   for (const TrackNamespace& ns : source_->ListNamespaces()) {
-    NamespaceChanged(m.request_id, ns, true);
+    if (closing_) return;
+    // Looked up again each time: a subscriber that does not read may have ended the request.
+    auto live = in_requests_.find(m.request_id);
+    if (live == in_requests_.end()) return;
+    live->second.ns_forwarder->OnNamespaceAdded(ns);
     if (closing_) return;
   }
 }
 
-void MoqtSessionImpl::NamespaceChanged(uint64_t request_id, const TrackNamespace& ns, bool added) {
+void MoqtSessionImpl::SendNamespaceMessage(uint64_t request_id, const ControlMessage& message) {
   if (closing_) return;
   auto it = in_requests_.find(request_id);
   if (it == in_requests_.end()) return;
-  InRequest& r = it->second;
-  if (!NamespaceHasPrefix(ns, r.prefix)) return;
-  if (added) {
-    if (r.sent_ns.count(ns) || r.sent_ns.size() >= kMaxNamespacesPerSession) return;
-    r.sent_ns.insert(ns);
-    (void)SendControl(r.stream, Namespace{Suffix(ns, r.prefix)});
-  } else {
-    if (!r.sent_ns.erase(ns)) return;
-    (void)SendControl(r.stream, NamespaceDone{Suffix(ns, r.prefix)});
-  }
+  IncomingRequest& r = it->second;
+  (void)SendControl(r.stream, message);
   // A subscriber that does not read its NAMESPACE messages: end the request rather than queue
   // without bound (reference §12: the publisher may reset a namespace subscription flow control
   // blocks).
@@ -1574,7 +1282,7 @@ void MoqtSessionImpl::NamespaceChanged(uint64_t request_id, const TrackNamespace
     StreamId sid = r.stream;
     e->out.clear();
     e->out_bytes = 0;
-    EndInRequest(request_id, false);
+    EndIncomingRequest(request_id, false);
     if (transport::Stream* s = TStream(sid)) {
       s->ResetAndStop(static_cast<uint64_t>(StreamResetCode::kExcessiveLoad));
     }
@@ -1582,7 +1290,7 @@ void MoqtSessionImpl::NamespaceChanged(uint64_t request_id, const TrackNamespace
 }
 
 // ------------------------------------------------------------------------ subscriber side
-void MoqtSessionImpl::OnResponseMessage(StreamId id, OutRequest& r, ControlMessage m) {
+void MoqtSessionImpl::OnResponseMessage(StreamId id, OutgoingRequest& r, ControlMessage m) {
   if (auto* g = std::get_if<moqt::GoAway>(&m)) {
     (void)g;  // a per-request GOAWAY: nothing to migrate to in this implementation
     return;
@@ -1598,7 +1306,7 @@ void MoqtSessionImpl::OnResponseMessage(StreamId id, OutRequest& r, ControlMessa
           SubscriptionDone d;
           d.error = *err;
           d.all_streams_received = false;
-          FinishOutRequest(rid);
+          FinishOutgoingRequest(rid);
           FinStream(id);
           if (v) v->OnComplete(d);
           return;
@@ -1677,7 +1385,7 @@ void MoqtSessionImpl::OnResponseMessage(StreamId id, OutRequest& r, ControlMessa
         auto v = r.fetch_visitor;
         FetchDone d;
         d.error = *err;
-        FinishOutRequest(rid);
+        FinishOutgoingRequest(rid);
         if (v) v->OnComplete(d);
         return;
       }
@@ -1707,7 +1415,7 @@ void MoqtSessionImpl::OnResponseMessage(StreamId id, OutRequest& r, ControlMessa
         return;
       }
       auto cb = r.status_cb;
-      FinishOutRequest(rid);
+      FinishOutgoingRequest(rid);
       if (cb) cb(rep);
       return;
     }
@@ -1730,7 +1438,7 @@ void MoqtSessionImpl::OnResponseMessage(StreamId id, OutRequest& r, ControlMessa
         return;
       }
       auto cb = r.result_cb;
-      if (err) FinishOutRequest(rid);
+      if (err) FinishOutgoingRequest(rid);
       if (cb) cb(e);
       return;
     }
@@ -1739,7 +1447,7 @@ void MoqtSessionImpl::OnResponseMessage(StreamId id, OutRequest& r, ControlMessa
         r.answered = true;
         if (err) {
           auto v = r.ns_visitor;
-          FinishOutRequest(rid);
+          FinishOutgoingRequest(rid);
           if (v) v->OnClosed(*err);
           return;
         }
@@ -1819,19 +1527,11 @@ void MoqtSessionImpl::ProbeUniStream(StreamId id) {
   if (!setup_received_) return;  // held until SETUP (flow control stops the peer)
   if (*kind == UniStreamKind::kSubgroup) {
     // Read the header without consuming: the Track Alias decides whether we read on.
-    struct HeaderProbe : DataStreamVisitor {
-      std::optional<SubgroupHeader> h;
-      void OnSubgroupHeader(const SubgroupHeader& header) override { h = header; }
-      void OnObjectHeader(const ObjectHeader&) override {}
-      void OnObjectPayload(ByteSpan, bool) override {}
-      void OnStreamEnd() override {}
-      void OnError(const Status&) override {}
-    } probe;
-    DataStreamParser pp(&probe, config_.wire);
-    pp.OnData(p.data.subspan(0, std::min<size_t>(p.data.size(), kMaxDataUnitBytes)), false);
-    if (probe.h && !alias_to_sub_.count(probe.h->track_alias)) {
+    IncomingDataStream::HeaderPeek probe =
+        IncomingDataStream::PeekSubgroupHeader(p.data, config_.wire);
+    if (probe.header && !alias_to_sub_.count(probe.header->track_alias)) {
       bool retired = std::find(retired_aliases_.begin(), retired_aliases_.end(),
-                               probe.h->track_alias) != retired_aliases_.end();
+                               probe.header->track_alias) != retired_aliases_.end();
       if (retired || parked_data_ >= kMaxParkedDataStreams) {
         e->role = StreamEntry::Role::kDataIn;
         s->SendStopSending(static_cast<uint64_t>(StreamResetCode::kCancelled));
@@ -1843,14 +1543,14 @@ void MoqtSessionImpl::ProbeUniStream(StreamId id) {
       }
       return;  // parked until SUBSCRIBE_OK names the alias
     }
-    if (!probe.h && !pp.failed() && !p.fin && p.data.size() < kMaxDataUnitBytes) return;
+    if (!probe.header && !probe.failed && !p.fin && p.data.size() < kMaxDataUnitBytes) return;
   }
   if (e->parked) {
     e->parked = false;
     if (parked_data_) --parked_data_;
   }
   e->role = StreamEntry::Role::kDataIn;
-  e->in = std::make_unique<InData>(this, id, config_.wire);
+  e->in = std::make_unique<IncomingDataStream>(this, id, config_.wire);
   ReadDataIn(id);
 }
 
@@ -1874,7 +1574,7 @@ void MoqtSessionImpl::ReadDataIn(StreamId id) {
     if (!e || !s || !e->in) return;
     transport::Stream::PeekResult p = s->PeekReadable();
     if (p.data.empty() && !p.fin) return;
-    if (e->in->refused) {
+    if (e->in->refused()) {
       s->Consume(p.data.size());
       return;
     }
@@ -1882,7 +1582,7 @@ void MoqtSessionImpl::ReadDataIn(StreamId id) {
     // until OnData returns — STOP_SENDING requested from inside a callback (Unsubscribe,
     // CancelFetch, a refused object) is deferred until then (StopReading).
     parsing_data_ = id;
-    e->in->parser_.OnData(p.data, p.fin);
+    e->in->OnData(p.data, p.fin);
     parsing_data_.reset();
     if (deferred_stop_) {
       uint64_t code = *deferred_stop_;
@@ -1904,7 +1604,7 @@ void MoqtSessionImpl::StopReading(StreamId id, uint64_t code) {
   if (transport::Stream* s = TStream(id)) s->SendStopSending(code);
 }
 
-bool MoqtSessionImpl::AttributeSubgroup(InData* d, const SubgroupHeader& h) {
+bool MoqtSessionImpl::AttributeSubgroup(IncomingDataStream& d, const SubgroupHeader& h) {
   auto a = alias_to_sub_.find(h.track_alias);
   if (a == alias_to_sub_.end()) {
     RefuseDataStream(d, StreamResetCode::kCancelled);
@@ -1915,20 +1615,17 @@ bool MoqtSessionImpl::AttributeSubgroup(InData* d, const SubgroupHeader& h) {
     RefuseDataStream(d, StreamResetCode::kCancelled);
     return false;
   }
-  OutRequest& r = it->second;
-  d->owner = r.id;
-  d->attributed = true;
-  r.streams_seen++;
-  r.streams_open++;
-  if (r.done && r.done->stream_count != kStreamCountUnknown &&
-      r.streams_seen > r.done->stream_count) {
+  OutgoingRequest& r = it->second;
+  d.Attribute(r.id, /*fill=*/false);
+  if (!r.CountDataStream()) {
     ProtocolViolation("more data streams than PUBLISH_DONE counted");
     return false;
   }
   return true;
 }
 
-std::optional<GroupOrder> MoqtSessionImpl::AttributeFetch(InData* d, uint64_t request_id) {
+std::optional<GroupOrder> MoqtSessionImpl::AttributeFetch(IncomingDataStream& d,
+                                                          uint64_t request_id) {
   auto o = fetch_id_owner_.find(request_id);
   if (o == fetch_id_owner_.end()) {
     uint64_t parity = config_.perspective == Perspective::kClient ? 0 : 1;
@@ -1945,10 +1642,9 @@ std::optional<GroupOrder> MoqtSessionImpl::AttributeFetch(InData* d, uint64_t re
     RefuseDataStream(d, StreamResetCode::kCancelled);
     return std::nullopt;
   }
-  OutRequest& r = it->second;
-  d->owner = r.id;
-  d->attributed = true;
+  OutgoingRequest& r = it->second;
   if (r.kind == RequestKind::kFetch) {
+    d.Attribute(r.id, /*fill=*/false);
     if (r.fetch_data_seen) {
       ProtocolViolation("second fetch stream for one FETCH");
       return std::nullopt;
@@ -1956,11 +1652,8 @@ std::optional<GroupOrder> MoqtSessionImpl::AttributeFetch(InData* d, uint64_t re
     r.fetch_data_seen = true;
     return r.fetch_order;
   }
-  d->fill = true;
-  r.streams_seen++;
-  r.streams_open++;
-  if (r.done && r.done->stream_count != kStreamCountUnknown &&
-      r.streams_seen > r.done->stream_count) {
+  d.Attribute(r.id, /*fill=*/true);
+  if (!r.CountDataStream()) {
     ProtocolViolation("more data streams than PUBLISH_DONE counted");
     return std::nullopt;
   }
@@ -1969,70 +1662,63 @@ std::optional<GroupOrder> MoqtSessionImpl::AttributeFetch(InData* d, uint64_t re
       r.sub_options.group_order.value_or(GroupOrder::kAscending));
 }
 
-void MoqtSessionImpl::RefuseDataStream(InData* d, StreamResetCode code) {
-  if (d->refused) return;
-  d->refused = true;
-  d->ReleasePayload();
-  StopReading(d->id_, static_cast<uint64_t>(code));
-  if (d->attributed && !d->ended) {
-    d->ended = true;
-    DataStreamEnded(d, false);
-  }
+bool MoqtSessionImpl::ReserveReassemblyBytes(uint64_t bytes) {
+  if (reassembly_bytes_ + bytes > kMaxReassemblyBytesPerSession) return false;
+  reassembly_bytes_ += bytes;
+  return true;
 }
 
-void MoqtSessionImpl::DeliverObject(InData* d, ByteSpan payload) {
-  if (closing_ || d->refused) return;
-  auto it = out_requests_.find(d->owner);
+void MoqtSessionImpl::ReleaseReassemblyBytes(uint64_t bytes) {
+  reassembly_bytes_ -= std::min(bytes, reassembly_bytes_);
+}
+
+void MoqtSessionImpl::RefuseDataStream(IncomingDataStream& d, StreamResetCode code) {
+  if (d.refused()) return;
+  d.MarkRefused();
+  StopReading(d.id(), static_cast<uint64_t>(code));
+  if (d.attributed() && !d.ended()) DataStreamEnded(d, false);
+}
+
+void MoqtSessionImpl::DataStreamMalformed(const Status& error) {
+  ErrorDisposition d = DispositionOf(error);
+  Close(d.session_code, "data stream: " + error.message());
+}
+
+void MoqtSessionImpl::DeliverObject(IncomingDataStream& d, ByteSpan payload) {
+  if (closing_ || d.refused()) return;
+  auto it = out_requests_.find(d.owner());
   if (it == out_requests_.end()) return;
-  OutRequest& r = it->second;
+  OutgoingRequest& r = it->second;
   stats_.objects_received++;
-  ReceivedObject o;
-  o.location = d->cur.location;
-  o.subgroup_id = d->cur.subgroup_id.value_or(0);
-  o.status = d->cur.status;
-  o.properties = &d->cur.properties;
-  o.payload = payload;
+  ReceivedObject o = d.CurrentObject(payload);
   if (r.kind == RequestKind::kFetch) {
-    o.publisher_priority = d->cur.publisher_priority.value_or(128);
-    o.via = DeliveryKind::kFetch;
-    if (!r.local_object_ranges.empty() && !InRanges(r.local_object_ranges, o.location.object)) {
-      return;
-    }
+    if (!r.InLocalObjectRanges(o.location.object)) return;
     auto v = r.fetch_visitor;
     if (v) v->OnObject(o);
     return;
   }
-  if (d->fill) {
-    o.publisher_priority = d->cur.publisher_priority.value_or(128);
-    o.via = DeliveryKind::kFill;
-  } else {
-    o.publisher_priority = d->header.publisher_priority.value_or(128);
-    o.via = DeliveryKind::kSubscription;
+  if (o.via == DeliveryKind::kSubscription) {
     if (o.status == ObjectStatus::kEndOfTrack) r.eot_seen = true;
     if (r.live_range && !r.live_range->Contains(o.location)) return;
   }
-  if (o.status == ObjectStatus::kNormal && !r.local_object_ranges.empty() &&
-      !InRanges(r.local_object_ranges, o.location.object)) {
-    return;
-  }
+  if (o.status == ObjectStatus::kNormal && !r.InLocalObjectRanges(o.location.object)) return;
   auto v = r.sub_visitor;
   if (v) v->OnObject(o);
 }
 
-void MoqtSessionImpl::DeliverEndOfRange(InData* d, const EndOfRange& m) {
-  auto it = out_requests_.find(d->owner);
+void MoqtSessionImpl::DeliverEndOfRange(IncomingDataStream& d, const EndOfRange& m) {
+  auto it = out_requests_.find(d.owner());
   if (it == out_requests_.end()) return;
   auto v = it->second.fetch_visitor;
   if (v) v->OnEndOfRange(m);
 }
 
-void MoqtSessionImpl::DataStreamEnded(InData* d, bool clean) {
-  d->ended = true;
-  d->ReleasePayload();
-  if (!d->attributed || closing_) return;
-  auto it = out_requests_.find(d->owner);
+void MoqtSessionImpl::DataStreamEnded(IncomingDataStream& d, bool clean) {
+  d.MarkEnded();
+  if (!d.attributed() || closing_) return;
+  auto it = out_requests_.find(d.owner());
   if (it == out_requests_.end()) return;
-  OutRequest& r = it->second;
+  OutgoingRequest& r = it->second;
   if (r.kind == RequestKind::kFetch) {
     if (clean) {
       r.fetch_data_fin = true;
@@ -2050,21 +1736,16 @@ void MoqtSessionImpl::DataStreamEnded(InData* d, bool clean) {
 void MoqtSessionImpl::MaybeCompleteSubscription(uint64_t id) {
   auto it = out_requests_.find(id);
   if (it == out_requests_.end()) return;
-  OutRequest& r = it->second;
+  OutgoingRequest& r = it->second;
   if (!r.done || r.streams_open > 0) return;
   bool counted =
       r.done->stream_count == kStreamCountUnknown || r.streams_seen >= r.done->stream_count;
   bool timed_out = Now() >= r.done_at_ms + config_.publish_done_wait_ms && !counted;
   if (!counted && !timed_out) return;
-  SubscriptionDone d;
-  d.status = r.done->status_code;
-  d.reason = r.done->reason;
-  d.track_ended =
-      r.eot_seen || r.done->status_code == static_cast<uint64_t>(PublishDoneCode::kTrackEnded);
-  d.all_streams_received = counted && !r.stream_trouble;
+  SubscriptionDone d = r.Completion(counted && !r.stream_trouble);
   auto v = r.sub_visitor;
   StreamId sid = r.stream;
-  FinishOutRequest(id);
+  FinishOutgoingRequest(id);
   FinStream(sid);
   if (v) v->OnComplete(d);
 }
@@ -2072,7 +1753,7 @@ void MoqtSessionImpl::MaybeCompleteSubscription(uint64_t id) {
 void MoqtSessionImpl::MaybeCompleteFetch(uint64_t id) {
   auto it = out_requests_.find(id);
   if (it == out_requests_.end()) return;
-  OutRequest& r = it->second;
+  OutgoingRequest& r = it->second;
   bool failed = r.fetch_data_reset || (r.fin_received && !r.fetch_ok);
   if (!failed && !(r.fetch_ok && r.fetch_data_fin)) return;
   FetchDone d;
@@ -2082,14 +1763,14 @@ void MoqtSessionImpl::MaybeCompleteFetch(uint64_t id) {
     d.end_location = r.fetch_ok->end_location;
   }
   auto v = r.fetch_visitor;
-  FinishOutRequest(id);
+  FinishOutgoingRequest(id);
   if (v) v->OnComplete(d);
 }
 
-void MoqtSessionImpl::FinishOutRequest(uint64_t id) {
+void MoqtSessionImpl::FinishOutgoingRequest(uint64_t id) {
   auto it = out_requests_.find(id);
   if (it == out_requests_.end()) return;
-  OutRequest& r = it->second;
+  OutgoingRequest& r = it->second;
   if (r.alias) RetireAlias(*r.alias);
   for (auto f = fetch_id_owner_.begin(); f != fetch_id_owner_.end();) {
     if (f->second == id) {
@@ -2121,7 +1802,7 @@ void MoqtSessionImpl::OnDatagramReceived(ByteSpan datagram) {
   if (a == alias_to_sub_.end()) return;  // unknown or ended: dropped
   auto it = out_requests_.find(a->second);
   if (it == out_requests_.end()) return;
-  OutRequest& r = it->second;
+  OutgoingRequest& r = it->second;
   ReceivedObject o;
   o.location = p->object.location;
   o.publisher_priority = p->object.publisher_priority.value_or(128);
@@ -2131,10 +1812,7 @@ void MoqtSessionImpl::OnDatagramReceived(ByteSpan datagram) {
   o.via = DeliveryKind::kDatagram;
   if (o.status == ObjectStatus::kEndOfTrack) r.eot_seen = true;
   if (r.live_range && !r.live_range->Contains(o.location)) return;
-  if (o.status == ObjectStatus::kNormal && !r.local_object_ranges.empty() &&
-      !InRanges(r.local_object_ranges, o.location.object)) {
-    return;
-  }
+  if (o.status == ObjectStatus::kNormal && !r.InLocalObjectRanges(o.location.object)) return;
   stats_.objects_received++;
   auto v = r.sub_visitor;
   if (v) v->OnObject(o);
@@ -2164,7 +1842,7 @@ Result<uint64_t> MoqtSessionImpl::Subscribe(const FullTrackName& track,
     fp.group_order = options.fill_group_order;
     p.fill_parameters = fp;
   }
-  OutRequest r;
+  OutgoingRequest r;
   r.id = m.request_id;
   r.track = track;
   r.sub_visitor = std::move(visitor);
@@ -2185,7 +1863,7 @@ Result<uint64_t> MoqtSessionImpl::UpdateSubscription(uint64_t request_id,
   if (it == out_requests_.end() || it->second.kind != RequestKind::kSubscribe) {
     return ApiErr(SessionApiError::kUnknownRequest, "no such subscription", Code::kNotFound);
   }
-  OutRequest& r = it->second;
+  OutgoingRequest& r = it->second;
   // The peer's MAX_REQUEST_UPDATES (0 / absent = unlimited): exceeding it would make the peer
   // close the session with TOO_MANY_REQUEST_UPDATES.
   const uint64_t max_updates = peer_setup_.max_request_updates.value_or(0);
@@ -2224,27 +1902,26 @@ Result<uint64_t> MoqtSessionImpl::UpdateSubscription(uint64_t request_id,
 }
 
 Status MoqtSessionImpl::Unsubscribe(uint64_t request_id) {
-  return CancelOutRequest(request_id, RequestKind::kSubscribe, "no such subscription");
+  return CancelOutgoingRequest(request_id, RequestKind::kSubscribe, "no such subscription");
 }
 
 // Stops reading the request's data streams (STOP_SENDING CANCELLED), ends the request without
 // further visitor callbacks, and resets its request stream.
-Status MoqtSessionImpl::CancelOutRequest(uint64_t request_id, RequestKind kind,
-                                         std::string_view unknown) {
+Status MoqtSessionImpl::CancelOutgoingRequest(uint64_t request_id, RequestKind kind,
+                                              std::string_view unknown) {
   auto it = out_requests_.find(request_id);
   if (it == out_requests_.end() || it->second.kind != kind) {
     return ApiErr(SessionApiError::kUnknownRequest, std::string(unknown), Code::kNotFound);
   }
   StreamId sid = it->second.stream;
   for (auto& [id, e] : streams_) {
-    if (e.in && e.in->owner == request_id && e.in->attributed && !e.in->ended) {
-      e.in->ended = true;
-      e.in->refused = true;
-      e.in->ReleasePayload();
+    if (e.in && e.in->owner() == request_id && e.in->attributed() && !e.in->ended()) {
+      e.in->MarkEnded();
+      e.in->MarkRefused();
       StopReading(id, static_cast<uint64_t>(StreamResetCode::kCancelled));
     }
   }
-  FinishOutRequest(request_id);
+  FinishOutgoingRequest(request_id);
   if (transport::Stream* s = TStream(sid)) {
     s->ResetAndStop(static_cast<uint64_t>(StreamResetCode::kCancelled));
   }
@@ -2268,7 +1945,7 @@ Result<uint64_t> MoqtSessionImpl::Fetch(const FullTrackName& track, const FetchO
       options.object_id_ranges.size() <= peer_setup_.max_filter_ranges.value_or(0)) {
     m.params.range_filters.object_id.push_back(ObjectIdFilter(options.object_id_ranges));
   }
-  OutRequest r;
+  OutgoingRequest r;
   r.id = m.request_id;
   r.track = track;
   r.fetch_visitor = std::move(visitor);
@@ -2282,7 +1959,7 @@ Result<uint64_t> MoqtSessionImpl::Fetch(const FullTrackName& track, const FetchO
 }
 
 Status MoqtSessionImpl::CancelFetch(uint64_t request_id) {
-  return CancelOutRequest(request_id, RequestKind::kFetch, "no such fetch");
+  return CancelOutgoingRequest(request_id, RequestKind::kFetch, "no such fetch");
 }
 
 Result<uint64_t> MoqtSessionImpl::RequestTrackStatus(const FullTrackName& track,
@@ -2294,7 +1971,7 @@ Result<uint64_t> MoqtSessionImpl::RequestTrackStatus(const FullTrackName& track,
   m.request_id = next_request_id_;
   m.track = track;
   m.params.authorization_tokens = std::move(tokens);
-  OutRequest r;
+  OutgoingRequest r;
   r.id = m.request_id;
   r.track = track;
   r.status_cb = std::move(cb);
@@ -2310,7 +1987,7 @@ Result<uint64_t> MoqtSessionImpl::SubscribeNamespace(const TrackNamespace& prefi
   m.request_id = next_request_id_;
   m.prefix = prefix;
   m.params.authorization_tokens = std::move(tokens);
-  OutRequest r;
+  OutgoingRequest r;
   r.id = m.request_id;
   r.ns_visitor = std::move(visitor);
   return OpenRequest(RequestKind::kSubscribeNamespace, std::move(r), m, false);
@@ -2323,7 +2000,7 @@ Status MoqtSessionImpl::UnsubscribeNamespace(uint64_t request_id) {
                   Code::kNotFound);
   }
   StreamId sid = it->second.stream;
-  FinishOutRequest(request_id);
+  FinishOutgoingRequest(request_id);
   if (transport::Stream* s = TStream(sid)) {
     s->ResetAndStop(static_cast<uint64_t>(StreamResetCode::kCancelled));
   }
@@ -2339,7 +2016,7 @@ Result<uint64_t> MoqtSessionImpl::PublishNamespace(const TrackNamespace& ns,
   m.request_id = next_request_id_;
   m.track_namespace = ns;
   m.params.authorization_tokens = std::move(tokens);
-  OutRequest r;
+  OutgoingRequest r;
   r.id = m.request_id;
   r.result_cb = std::move(cb);
   return OpenRequest(RequestKind::kPublishNamespace, std::move(r), m, false);
@@ -2351,7 +2028,7 @@ Status MoqtSessionImpl::PublishNamespaceDone(uint64_t request_id) {
     return ApiErr(SessionApiError::kUnknownRequest, "no such namespace", Code::kNotFound);
   }
   StreamId sid = it->second.stream;
-  FinishOutRequest(request_id);
+  FinishOutgoingRequest(request_id);
   if (transport::Stream* s = TStream(sid)) {
     s->ResetAndStop(static_cast<uint64_t>(StreamResetCode::kCancelled));
   }
@@ -2387,24 +2064,25 @@ void MoqtSessionImpl::OnTimer() {
   for (uint64_t id : ids) {
     auto it = out_requests_.find(id);
     if (it == out_requests_.end()) continue;
-    OutRequest& r = it->second;
+    OutgoingRequest& r = it->second;
     if (Now() >= r.done_at_ms + config_.publish_done_wait_ms) {
       r.streams_open = 0;  // stop waiting for streams that never came or never ended
       r.stream_trouble = true;
       // Make the count check pass by timing out.
-      SubscriptionDone d;
-      d.status = r.done->status_code;
-      d.reason = r.done->reason;
-      d.track_ended =
-          r.eot_seen || r.done->status_code == static_cast<uint64_t>(PublishDoneCode::kTrackEnded);
-      d.all_streams_received = false;
+      SubscriptionDone d = r.Completion(/*all_streams_received=*/false);
       auto v = r.sub_visitor;
       StreamId sid = r.stream;
-      FinishOutRequest(id);
+      FinishOutgoingRequest(id);
       FinStream(sid);
       if (v) v->OnComplete(d);
     }
   }
+}
+
+MoqtSession::Stats MoqtSessionImpl::stats() const {
+  MoqtSession::Stats s = stats_;
+  s.reassembly_bytes = reassembly_bytes_;
+  return s;
 }
 
 // ------------------------------------------------------------------------------ MoqtSession
@@ -2413,16 +2091,14 @@ MoqtSession::MoqtSession(transport::Session* transport, MoqtSessionConfig config
     : impl_(std::make_unique<MoqtSessionImpl>(transport, std::move(config), callbacks, source)) {}
 MoqtSession::~MoqtSession() = default;
 
-bool MoqtSession::setup_complete() const { return impl_->setup_received_ && !impl_->closing_; }
-bool MoqtSession::closed() const { return impl_->closing_; }
-Perspective MoqtSession::perspective() const { return impl_->config_.perspective; }
-const SetupOptions& MoqtSession::peer_setup() const { return impl_->peer_setup_; }
+bool MoqtSession::setup_complete() const { return impl_->setup_complete(); }
+bool MoqtSession::closed() const { return impl_->closed(); }
+Perspective MoqtSession::perspective() const { return impl_->perspective(); }
+const SetupOptions& MoqtSession::peer_setup() const { return impl_->peer_setup(); }
 uint64_t MoqtSession::peer_max_filter_ranges() const {
-  return impl_->peer_setup_.max_filter_ranges.value_or(0);
+  return impl_->peer_setup().max_filter_ranges.value_or(0);
 }
-bool MoqtSession::datagrams_enabled() const {
-  return !impl_->closing_ && impl_->t_->GetMaxDatagramSize() > 0;
-}
+bool MoqtSession::datagrams_enabled() const { return impl_->datagrams_enabled(); }
 Result<uint64_t> MoqtSession::Subscribe(const FullTrackName& track, const SubscribeOptions& options,
                                         std::shared_ptr<SubscribeVisitor> visitor) {
   return impl_->Subscribe(track, options, std::move(visitor));
@@ -2463,10 +2139,6 @@ Status MoqtSession::GoAway(std::string_view new_session_uri, uint64_t timeout_ms
 }
 void MoqtSession::Close(SessionError code, std::string_view reason) { impl_->Close(code, reason); }
 void MoqtSession::OnTimer() { impl_->OnTimer(); }
-MoqtSession::Stats MoqtSession::stats() const {
-  Stats s = impl_->stats_;
-  s.reassembly_bytes = impl_->reassembly_bytes_;
-  return s;
-}
+MoqtSession::Stats MoqtSession::stats() const { return impl_->stats(); }
 
 }  // namespace kvcs::moqt

@@ -1,6 +1,6 @@
 // MoqtSession: one MOQT draft-22 session (client or server role) over a transport::Session, and
 // the C++ publisher/subscriber API on top of it. This is the PUBLIC header; the state machines
-// live in moqt_session_internal.h (not for applications).
+// live in moqt_session_impl.h (not for applications).
 //
 // What it does (docs/protocols/moqt-session.md has the state machines, bounds and choices):
 //   - SETUP on one unidirectional control stream per side (PATH, AUTHORITY, MAX_FILTER_RANGES,
@@ -9,7 +9,8 @@
 //     OBJECTID_FILTER within the peer's MAX_FILTER_RANGES), REQUEST_UPDATE, PUBLISH_DONE with its
 //     stream count, FETCH, TRACK_STATUS, PUBLISH_NAMESPACE, SUBSCRIBE_NAMESPACE (NAMESPACE,
 //     NAMESPACE_DONE);
-//   - publishing: tracks come from a TrackSource (moqt_track.h; TrackStore is the in-memory one);
+//   - publishing: tracks come from a TrackSource (moqt_track_source.h; TrackStore in
+//     moqt_track_store.h is the in-memory one);
 //     live objects go on one subgroup stream per group (or datagrams), fills and fetches on fetch
 //     streams; stream send order follows (subscriber priority, publisher priority, group order,
 //     group) via transport::Stream::SetSendOrder;
@@ -40,7 +41,7 @@
 #include "moqt/moqt_messages.h"
 #include "moqt/moqt_options.h"
 #include "moqt_session/moqt_session_limits.h"
-#include "moqt_session/moqt_track.h"
+#include "moqt_session/moqt_track_source.h"
 #include "transport/session.h"
 
 namespace kvcs::moqt {

@@ -11,6 +11,7 @@
 #include "moqt/moqt_control_parser.h"
 #include "moqt/moqt_framer.h"
 #include "moqt/moqt_varint.h"
+#include "moqt_session/moqt_track_store.h"
 #include "transport/test_tools/in_memory_session.h"
 #include "transport/test_tools/recording_session_visitor.h"
 

@@ -1,32 +1,25 @@
+// Track: groups and objects of one published track, bounded (moqt_track.h).
 #include "moqt_session/moqt_track.h"
 
 #include <algorithm>
-#include <tuple>
 
 #include "moqt/moqt_fields.h"
 
 namespace kvcs::moqt {
-namespace {
-Status TrackErr(TrackError e, std::string msg, Code c = Code::kFailedPrecondition) {
-  return {c, "moqt track: " + std::move(msg), static_cast<int>(e)};
-}
-}  // namespace
 
-bool NamespaceHasPrefix(const TrackNamespace& ns, const TrackNamespace& prefix) {
-  if (prefix.size() > ns.size()) return false;
-  return std::equal(prefix.begin(), prefix.end(), ns.begin());
+Status TrackErrorStatus(TrackError error, std::string message, Code code) {
+  return {code, "moqt track: " + std::move(message), static_cast<int>(error)};
 }
 
-// ----------------------------------------------------------------------------------- Track
 Track::Track(FullTrackName name, TrackOptions options)
     : name_(std::move(name)), options_(std::move(options)) {
   if (options_.max_groups == 0) options_.max_groups = 1;
 }
 
 Status Track::StartGroup(uint64_t group_id) {
-  if (ended()) return TrackErr(TrackError::kTrackEnded, "track ended");
+  if (ended()) return TrackErrorStatus(TrackError::kTrackEnded, "track ended");
   if (highest_group_ && group_id <= *highest_group_) {
-    return TrackErr(
+    return TrackErrorStatus(
         TrackError::kGroupNotAscending,
         "group " + std::to_string(group_id) + " is not above " + std::to_string(*highest_group_));
   }
@@ -39,18 +32,18 @@ Status Track::StartGroup(uint64_t group_id) {
 }
 
 Result<Location> Track::AppendObject(ByteSpan payload, Properties properties) {
-  if (!open_group_) return TrackErr(TrackError::kNoOpenGroup, "no open group");
+  if (!open_group_) return TrackErrorStatus(TrackError::kNoOpenGroup, "no open group");
   return AppendObject(std::make_shared<const Bytes>(payload.begin(), payload.end()),
                       std::move(properties));
 }
 
 Result<Location> Track::AppendObject(Bytes&& payload, Properties properties) {
-  if (!open_group_) return TrackErr(TrackError::kNoOpenGroup, "no open group");
+  if (!open_group_) return TrackErrorStatus(TrackError::kNoOpenGroup, "no open group");
   return AppendObject(std::make_shared<const Bytes>(std::move(payload)), std::move(properties));
 }
 
 Result<Location> Track::AppendObject(std::shared_ptr<const Bytes> payload, Properties properties) {
-  if (!open_group_) return TrackErr(TrackError::kNoOpenGroup, "no open group");
+  if (!open_group_) return TrackErrorStatus(TrackError::kNoOpenGroup, "no open group");
   if (!payload) payload = std::make_shared<const Bytes>();
   const Group& g = groups_[*open_group_];
   uint64_t next = g.objects.empty() ? 0 : g.objects.rbegin()->first + 1;
@@ -64,7 +57,7 @@ Result<Location> Track::AppendObject(std::shared_ptr<const Bytes> payload, Prope
 }
 
 Status Track::EndGroup() {
-  if (!open_group_) return TrackErr(TrackError::kNoOpenGroup, "no open group");
+  if (!open_group_) return TrackErrorStatus(TrackError::kNoOpenGroup, "no open group");
   const Group& g = groups_[*open_group_];
   uint64_t next = g.objects.empty() ? 0 : g.objects.rbegin()->first + 1;
   PublishedObject o;
@@ -80,7 +73,7 @@ Status Track::EndGroup() {
 }
 
 Status Track::EndTrack() {
-  if (ended()) return TrackErr(TrackError::kTrackEnded, "track ended");
+  if (ended()) return TrackErrorStatus(TrackError::kTrackEnded, "track ended");
   if (open_group_) KVCS_RETURN_IF_ERROR(EndGroup());
   uint64_t group = highest_group_ ? *highest_group_ + 1 : 0;
   PublishedObject o;
@@ -92,31 +85,32 @@ Status Track::EndTrack() {
 }
 
 Status Track::AddObject(PublishedObject o) {
-  if (ended()) return TrackErr(TrackError::kTrackEnded, "track ended");
+  if (ended()) return TrackErrorStatus(TrackError::kTrackEnded, "track ended");
   if (!o.payload) o.payload = std::make_shared<const Bytes>();
   if (o.status != ObjectStatus::kNormal && !o.payload->empty()) {
-    return TrackErr(TrackError::kObjectNotAscending, "status objects carry no payload",
-                    Code::kInvalidArgument);
+    return TrackErrorStatus(TrackError::kObjectNotAscending, "status objects carry no payload",
+                            Code::kInvalidArgument);
   }
   if (o.payload->size() > options_.max_bytes) {
-    return TrackErr(TrackError::kTooLarge, "object larger than the track's byte budget",
-                    Code::kResourceExhausted);
+    return TrackErrorStatus(TrackError::kTooLarge, "object larger than the track's byte budget",
+                            Code::kResourceExhausted);
   }
   const uint64_t gid = o.location.group;
   if (GroupEvicted(gid)) {
-    return TrackErr(TrackError::kGroupNotAscending, "group already evicted");
+    return TrackErrorStatus(TrackError::kGroupNotAscending, "group already evicted");
   }
   if (open_group_ && gid != *open_group_ && o.status != ObjectStatus::kEndOfTrack) {
-    return TrackErr(TrackError::kGroupNotAscending, "another group is open");
+    return TrackErrorStatus(TrackError::kGroupNotAscending, "another group is open");
   }
   Group& g = groups_[gid];
-  if (g.ended) return TrackErr(TrackError::kGroupEnded, "group ended");
+  if (g.ended) return TrackErrorStatus(TrackError::kGroupEnded, "group ended");
   if (!g.objects.empty() && o.location.object <= g.objects.rbegin()->first) {
-    return TrackErr(TrackError::kObjectNotAscending,
-                    "object " + std::to_string(o.location.object) + " not ascending");
+    return TrackErrorStatus(TrackError::kObjectNotAscending,
+                            "object " + std::to_string(o.location.object) + " not ascending");
   }
   if (o.status == ObjectStatus::kEndOfTrack && largest_ && o.location <= *largest_) {
-    return TrackErr(TrackError::kObjectNotAscending, "End of Track below the largest object");
+    return TrackErrorStatus(TrackError::kObjectNotAscending,
+                            "End of Track below the largest object");
   }
   if (o.status != ObjectStatus::kNormal) g.ended = true;
   g.bytes += o.payload->size();
@@ -228,83 +222,6 @@ Properties Track::WireTrackProperties() const {
   std::stable_sort(p.begin(), p.end(),
                    [](const KeyValuePair& a, const KeyValuePair& b) { return a.type < b.type; });
   return p;
-}
-
-// ------------------------------------------------------------------------------ TrackStore
-Result<std::shared_ptr<Track>> TrackStore::CreateTrack(const FullTrackName& name,
-                                                       const TrackOptions& options) {
-  Status valid = ValidateFullTrackName(name);
-  if (!valid.ok()) {
-    return TrackErr(TrackError::kInvalidName, valid.message(), Code::kInvalidArgument);
-  }
-  if (tracks_.count(name))
-    return TrackErr(TrackError::kExists, "track exists", Code::kAlreadyExists);
-  if (tracks_.size() >= kMaxTracksPerStore) {
-    return TrackErr(TrackError::kTooMany, "too many tracks", Code::kResourceExhausted);
-  }
-  bool new_ns = NamespaceRefs(name.track_namespace) == 0;
-  auto t = std::make_shared<Track>(name, options);
-  tracks_[name] = t;
-  track_ns_refs_[name.track_namespace]++;
-  if (new_ns) NotifyAdded(name.track_namespace);
-  return t;
-}
-
-void TrackStore::RemoveTrack(const FullTrackName& name) {
-  if (!tracks_.erase(name)) return;
-  auto it = track_ns_refs_.find(name.track_namespace);
-  if (it != track_ns_refs_.end() && --it->second == 0) track_ns_refs_.erase(it);
-  if (NamespaceRefs(name.track_namespace) == 0) NotifyRemoved(name.track_namespace);
-}
-
-Status TrackStore::AddAnnouncedNamespace(const TrackNamespace& ns) {
-  size_t total = 0;
-  Status valid = ValidateNamespace(ns, &total);
-  if (!valid.ok())
-    return TrackErr(TrackError::kInvalidName, valid.message(), Code::kInvalidArgument);
-  if (announced_.count(ns))
-    return TrackErr(TrackError::kExists, "namespace exists", Code::kAlreadyExists);
-  if (announced_.size() >= kMaxAnnouncedNamespaces) {
-    return TrackErr(TrackError::kTooMany, "too many namespaces", Code::kResourceExhausted);
-  }
-  bool new_ns = NamespaceRefs(ns) == 0;
-  announced_.insert(ns);
-  if (new_ns) NotifyAdded(ns);
-  return Status::Ok();
-}
-
-void TrackStore::RemoveAnnouncedNamespace(const TrackNamespace& ns) {
-  if (announced_.erase(ns) && NamespaceRefs(ns) == 0) NotifyRemoved(ns);
-}
-
-std::shared_ptr<Track> TrackStore::FindTrack(const FullTrackName& name) {
-  auto it = tracks_.find(name);
-  return it == tracks_.end() ? nullptr : it->second;
-}
-
-std::vector<TrackNamespace> TrackStore::ListNamespaces() {
-  std::set<TrackNamespace> all(announced_);
-  for (const auto& [ns, n] : track_ns_refs_) all.insert(ns);
-  return {all.begin(), all.end()};
-}
-
-size_t TrackStore::NamespaceRefs(const TrackNamespace& ns) const {
-  auto it = track_ns_refs_.find(ns);
-  return announced_.count(ns) + (it == track_ns_refs_.end() ? 0 : it->second);
-}
-
-void TrackStore::NotifyAdded(const TrackNamespace& ns) {
-  std::vector<NamespaceListener*> ls(ns_listeners_.begin(), ns_listeners_.end());
-  for (NamespaceListener* l : ls) {
-    if (ns_listeners_.count(l)) l->OnNamespaceAdded(ns);
-  }
-}
-
-void TrackStore::NotifyRemoved(const TrackNamespace& ns) {
-  std::vector<NamespaceListener*> ls(ns_listeners_.begin(), ns_listeners_.end());
-  for (NamespaceListener* l : ls) {
-    if (ns_listeners_.count(l)) l->OnNamespaceRemoved(ns);
-  }
 }
 
 }  // namespace kvcs::moqt

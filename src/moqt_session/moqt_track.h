@@ -1,7 +1,7 @@
-// Track and TrackStore: what a publisher has published, kept in memory so that sessions can
-// serve live delivery, fills and fetches from it. Separate from the session on purpose: one
-// store serves many sessions (a server), and a relay can feed a Track from an upstream
-// subscription and serve it downstream.
+// Track: one published track kept in memory, so that sessions can serve live delivery, fills
+// and fetches from it. Separate from the session on purpose: one store (moqt_track_store.h) serves
+// many sessions (a server), and a relay can feed a Track from an upstream subscription and serve
+// it downstream.
 //
 // A Track holds whole groups in a bounded map (TrackOptions::max_groups / max_bytes; the oldest
 // groups are evicted first, never the newest). Objects within a group have ascending Object IDs
@@ -9,13 +9,13 @@
 // finished group ends with an End of Group status object; a finished track ends with an End of
 // Track status object at {last group + 1, 0} (docs/protocols/moqt-session.md, open point 7).
 //
-// Sessions observe a Track through TrackListener (push: "object added"), then pull objects with
-// Find()/NextInGroup() when their streams can take them — a slow subscriber never makes the store
-// grow; if the objects it still needs were evicted, its stream is reset (TOO_FAR_BEHIND).
+// Sessions observe a Track through TrackListener (moqt_track_source.h; push: "object added"),
+// then pull objects with Find()/NextInGroup() when their streams can take them — a slow
+// subscriber never makes the store grow; if the objects it still needs were evicted, its stream
+// is reset (TOO_FAR_BEHIND).
 //
-// TrackSource is the seam the session uses to find tracks and namespaces; TrackStore is the
-// in-memory implementation. Lifetimes: Tracks are shared_ptr (a session keeps the tracks it
-// serves alive); listeners are not owned and must remove themselves before they die.
+// Lifetimes: Tracks are shared_ptr (a session keeps the tracks it serves alive); listeners are
+// not owned and must remove themselves before they die.
 // THREADING: single-threaded, like the sessions that use them (one executor).
 #ifndef KVCS_MOQT_SESSION_MOQT_TRACK_H_
 #define KVCS_MOQT_SESSION_MOQT_TRACK_H_
@@ -25,12 +25,14 @@
 #include <memory>
 #include <optional>
 #include <set>
+#include <string>
 #include <vector>
 
 #include "common/bytes.h"
 #include "common/status.h"
 #include "moqt/moqt_messages.h"
 #include "moqt_session/moqt_session_limits.h"
+#include "moqt_session/moqt_track_source.h"
 
 namespace kvcs::moqt {
 
@@ -47,6 +49,10 @@ enum class TrackError {
   kTooMany,             // store bounds (tracks, namespaces)
   kInvalidName,         // namespace/name outside draft limits
 };
+
+// A Status carrying `error` as its typed detail ("moqt track: " + message).
+Status TrackErrorStatus(TrackError error, std::string message,
+                        Code code = Code::kFailedPrecondition);
 
 struct TrackOptions {
   uint8_t publisher_priority = 128;                 // DEFAULT_PUBLISHER_PRIORITY
@@ -68,15 +74,6 @@ struct PublishedObject {
   ObjectStatus status = ObjectStatus::kNormal;
   Properties properties;
   std::shared_ptr<const Bytes> payload;  // never null; empty for status objects
-};
-
-class Track;
-
-// Push notifications from a Track. Called synchronously from the producer's call.
-class TrackListener {
- public:
-  virtual ~TrackListener() = default;
-  virtual void OnObjectAdded(Track& track, const PublishedObject& object) = 0;
 };
 
 class Track {
@@ -155,69 +152,6 @@ class Track {
   uint64_t bytes_ = 0;
   std::set<TrackListener*> listeners_;
 };
-
-// Namespace changes of a TrackSource (for SUBSCRIBE_NAMESPACE).
-class NamespaceListener {
- public:
-  virtual ~NamespaceListener() = default;
-  virtual void OnNamespaceAdded(const TrackNamespace& ns) = 0;
-  virtual void OnNamespaceRemoved(const TrackNamespace& ns) = 0;
-};
-
-// Where a session finds the tracks it publishes. A relay implements it over its cache.
-class TrackSource {
- public:
-  virtual ~TrackSource() = default;
-  // nullptr: no such track (the session answers DOES_NOT_EXIST).
-  virtual std::shared_ptr<Track> FindTrack(const FullTrackName& name) = 0;
-  // Every namespace currently served (track namespaces and announced ones), deduplicated.
-  virtual std::vector<TrackNamespace> ListNamespaces() = 0;
-  virtual void AddNamespaceListener(NamespaceListener* l) = 0;
-  virtual void RemoveNamespaceListener(NamespaceListener* l) = 0;
-};
-
-// The in-memory TrackSource: tracks created by the local publisher plus namespaces announced to
-// us (PUBLISH_NAMESPACE) that we pass on to SUBSCRIBE_NAMESPACE subscribers.
-class TrackStore : public TrackSource {
- public:
-  TrackStore() = default;
-  TrackStore(const TrackStore&) = delete;
-  TrackStore& operator=(const TrackStore&) = delete;
-
-  Result<std::shared_ptr<Track>> CreateTrack(const FullTrackName& name,
-                                             const TrackOptions& options = {});
-  void RemoveTrack(const FullTrackName& name);
-  size_t track_count() const { return tracks_.size(); }
-
-  // Namespaces served without local tracks (e.g. announced by a peer).
-  Status AddAnnouncedNamespace(const TrackNamespace& ns);
-  void RemoveAnnouncedNamespace(const TrackNamespace& ns);
-
-  std::shared_ptr<Track> FindTrack(const FullTrackName& name) override;
-  std::vector<TrackNamespace> ListNamespaces() override;
-  void AddNamespaceListener(NamespaceListener* l) override { ns_listeners_.insert(l); }
-  void RemoveNamespaceListener(NamespaceListener* l) override { ns_listeners_.erase(l); }
-
- private:
-  struct NameLess {
-    bool operator()(const FullTrackName& a, const FullTrackName& b) const {
-      return std::tie(a.track_namespace, a.name) < std::tie(b.track_namespace, b.name);
-    }
-  };
-  size_t NamespaceRefs(const TrackNamespace& ns) const;
-  void NotifyAdded(const TrackNamespace& ns);
-  void NotifyRemoved(const TrackNamespace& ns);
-
-  std::map<FullTrackName, std::shared_ptr<Track>, NameLess> tracks_;
-  // Tracks per namespace, so namespace bookkeeping is O(log n) per track instead of a scan of
-  // every track (a store holds up to kMaxTracksPerStore).
-  std::map<TrackNamespace, size_t> track_ns_refs_;
-  std::set<TrackNamespace> announced_;
-  std::set<NamespaceListener*> ns_listeners_;
-};
-
-// True when `prefix` is a prefix (field-wise) of `ns`.
-bool NamespaceHasPrefix(const TrackNamespace& ns, const TrackNamespace& prefix);
 
 }  // namespace kvcs::moqt
 

@@ -31,6 +31,8 @@ namespace kvcs::objcache {
 // The bucket the KVSP endpoints read and the demo writes; any bucket works for aggregated
 // requests (they name it in the path).
 inline constexpr char kDefaultKvBucket[] = "kvcache";
+// Content-Type of a stored block (and of one served by the KVSP endpoints): one KVSP container.
+inline constexpr char kContainerContentType[] = "application/vnd.kvsp.container";
 // A prefix record lists at most this many keys (the aggregated request's block bound).
 inline constexpr size_t kMaxPrefixRecordKeys = 16384;
 // Prefix records are ~67 bytes per key.

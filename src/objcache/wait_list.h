@@ -1,6 +1,6 @@
 // WaitList: coroutines parked until a condition that other threads change holds, woken by those
 // threads without polling. The condition lives under the caller's mutex; the changer calls
-// NotifyAllLocked() under the same mutex. Used by the offloaded jobs of service.cc and by the
+// NotifyAllLocked() under the same mutex. Used by the offloaded jobs (offload_job.h) and by the
 // same-host registrations (shm_server.h).
 //
 // How a wake cannot be lost: a waiter checks the condition and registers itself under the mutex,

@@ -7,8 +7,10 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstring>
 
 #include "common/log.h"
+#include "quic/ngtcp2_callbacks.h"
 
 namespace kvcs::quic {
 
@@ -21,18 +23,16 @@ ngtcp2_tstamp NowTs() {
                                         .count());
 }
 
+Status TransportErr(TransportError e, std::string msg, Code code) {
+  return {code, std::move(msg), static_cast<int>(e)};
+}
+
 namespace {
-// Server connection IDs are 18 bytes (random; ngtcp2's examples use the same length).
-constexpr size_t kScidLen = 18;
 // Vectors handed to one ngtcp2_conn_writev_stream call (a packet spans at most 2 chunks).
 constexpr size_t kMaxIov = 4;
 // ngtcp2 0.12.1 (NGTCP2_PKT_PACING_OVERHEAD, private) sends a paced packet when its pacing time
 // is at most this far ahead: event loops cannot wait shorter than that with any precision.
 constexpr ngtcp2_tstamp kPacingSlack = NGTCP2_MILLISECONDS;
-
-Status Err(TransportError e, std::string msg, Code code = Code::kFailedPrecondition) {
-  return {code, std::move(msg), static_cast<int>(e)};
-}
 
 bool IsLoopback(const SockAddr& a) {
   if (a.storage.ss_family == AF_INET) {
@@ -49,217 +49,15 @@ bool IsLoopback(const SockAddr& a) {
 }  // namespace
 
 // ----------------------------------------------------------------------------------------------
-class QuicStream : public transport::Stream {
- public:
-  QuicStream(Connection* c, int64_t id) : c_(c), id_(id), send_(&c->pool_), recv_(&c->pool_) {}
-  ~QuicStream() override { c_->unsent_total_ -= Counted(); }
-
-  transport::StreamId GetStreamId() const override { return static_cast<uint64_t>(id_); }
-  bool IsBidirectional() const override { return ngtcp2_is_bidi_stream(id_); }
-  bool IsLocallyInitiated() const override {
-    return c_->conn_ && ngtcp2_conn_is_local_stream(c_->conn_, id_);
-  }
-  bool HasReadSide() const { return IsBidirectional() || !IsLocallyInitiated(); }
-  bool HasWriteSide() const { return IsBidirectional() || IsLocallyInitiated(); }
-
-  ReadResult Read(std::span<uint8_t> out) override {
-    size_t n = recv_.Read(out);
-    bool fin = Consumed(n);
-    return {n, fin};
-  }
-  PeekResult PeekReadable() const override {
-    auto s = recv_.Peek();
-    return {s, fin_received_ && s.size() == recv_.Readable()};
-  }
-  bool Consume(size_t n) override {
-    n = std::min(n, recv_.Readable());
-    recv_.Consume(n);
-    return Consumed(n);
-  }
-  size_t ReadableBytes() const override { return recv_.Readable(); }
-
-  bool CanWrite() const override {
-    if (!StreamWritable()) return false;
-    if (c_->unsent_total_ < c_->limits_.connection_send_budget) return true;
-    // The connection's budget of unsent bytes is used up: OnCanWrite comes when it frees, in
-    // send order (Connection::WakeBudgetWaiters).
-    c_->AddBudgetWaiter(this);
-    return false;
-  }
-  // CanWrite() without the connection budget.
-  bool StreamWritable() const {
-    return HasWriteSide() && !write_closed_ && c_->IsOpen() &&
-           send_.Buffered() < c_->limits_.stream_send_buffer;
-  }
-  Status Write(ByteSpan data, bool fin) override {
-    if (!HasWriteSide()) return Err(TransportError::kNotWritable, "stream is receive-only");
-    if (!c_->IsOpen()) return Err(TransportError::kSessionClosed, "session is not open");
-    if (write_closed_) return Err(TransportError::kWriteClosed, "stream write side is closed");
-    if (send_.Buffered() >= c_->limits_.stream_send_buffer) {
-      want_can_write_ = true;
-      return Err(TransportError::kWriteBlocked, "stream send buffer full; wait for OnCanWrite",
-                 Code::kResourceExhausted);
-    }
-    size_t before = Counted();
-    send_.Append(data);
-    c_->Recount(before, Counted());
-    if (fin) {
-      fin_requested_ = true;
-      write_closed_ = true;
-    }
-    if (send_.Buffered() >= c_->limits_.stream_send_buffer) want_can_write_ = true;
-    c_->Enqueue(this);
-    c_->ScheduleFlush();
-    return Status::Ok();
-  }
-  size_t BufferedBytes() const override { return send_.Buffered(); }
-
-  void ResetWithCode(transport::ErrorCode code) override {
-    if (!HasWriteSide() || write_reset_ || (fin_acked_)) return;
-    size_t before = Counted();
-    write_closed_ = write_reset_ = local_reset_ = true;
-    c_->Recount(before, Counted());
-    if (c_->conn_ && !transport_closed_) ngtcp2_conn_shutdown_stream_write(c_->conn_, id_, code);
-    c_->ScheduleFlush();
-  }
-  void SendStopSending(transport::ErrorCode code) override {
-    if (!HasReadSide() || read_finished_) return;
-    read_finished_ = true;
-    size_t dropped = recv_.Clear();
-    if (c_->conn_) {
-      if (!transport_closed_) ngtcp2_conn_shutdown_stream_read(c_->conn_, id_, code);
-      // Bytes ngtcp2 delivered but the application never consumed still count against the
-      // connection window; return them (ngtcp2 credits only what it had not delivered).
-      if (dropped) ngtcp2_conn_extend_max_offset(c_->conn_, dropped);
-    }
-    c_->sweep_.push_back(id_);
-    c_->ScheduleFlush();
-  }
-
-  void SetSendOrder(uint64_t send_order) override {
-    if (send_order == send_order_) return;
-    if (in_sendq_) {
-      c_->SendqRemove(this);  // finds the queue by the old send order
-      send_order_ = send_order;
-      c_->Enqueue(this);
-    } else {
-      send_order_ = send_order;
-    }
-    if (budget_waiting_) {  // wait under the new order
-      for (auto it = c_->budget_waiters_.begin(); it != c_->budget_waiters_.end(); ++it) {
-        if (it->second == id_) {
-          c_->budget_waiters_.erase(it);
-          break;
-        }
-      }
-      budget_waiting_ = false;
-      c_->AddBudgetWaiter(this);
-    }
-  }
-  uint64_t GetSendOrder() const override { return send_order_; }
-
-  void SetVisitor(std::unique_ptr<transport::StreamVisitor> v) override { visitor_ = std::move(v); }
-  transport::StreamVisitor* visitor() override { return visitor_.get(); }
-
-  // Called after the application consumed n bytes; returns true at the FIN.
-  bool Consumed(size_t n) {
-    if (n > 0 && c_->conn_ && !read_finished_) {
-      if (!transport_closed_) ngtcp2_conn_extend_max_stream_offset(c_->conn_, id_, n);
-      ngtcp2_conn_extend_max_offset(c_->conn_, n);
-      c_->ScheduleFlush();
-    }
-    if (fin_received_ && recv_.Readable() == 0) {
-      if (!read_finished_) {
-        read_finished_ = true;
-        c_->sweep_.push_back(id_);
-        c_->ScheduleFlush();
-      }
-      return true;
-    }
-    return false;
-  }
-  bool HasPendingSend() const {
-    return !write_reset_ && (send_.Unsent() > 0 || (fin_requested_ && !fin_sent_));
-  }
-  bool ReadDone() const { return !HasReadSide() || read_finished_; }
-  // This stream's share of Connection::unsent_total_: unsent bytes that could go on the wire. A
-  // stream blocked by the peer's stream flow control does not hold the connection's budget
-  // (other streams must not wait for a peer that stopped reading this one), nor does a reset one.
-  size_t Counted() const { return blocked_ || write_reset_ ? 0 : send_.Unsent(); }
-
-  Connection* c_;
-  int64_t id_;
-  SendBuffer send_;
-  RecvBuffer recv_;
-  std::unique_ptr<transport::StreamVisitor> visitor_;
-  bool fin_requested_ = false, fin_sent_ = false, fin_acked_ = false;
-  bool write_closed_ = false, write_reset_ = false, local_reset_ = false, stop_notified_ = false;
-  bool want_can_write_ = false;
-  mutable bool budget_waiting_ = false;      // listed in c_->budget_waiters_
-  bool in_sendq_ = false, blocked_ = false;  // in_sendq_: listed in c_->sendq_[send_order_]
-  uint64_t send_order_ = kDefaultSendOrder;
-  bool fin_received_ = false, read_finished_ = false, read_event_pending_ = false;
-  bool transport_closed_ = false;
-};
-
-// ----------------------------------------------------------------------------------------------
-// ngtcp2 callbacks: thin functions that forward to Connection members.
-struct Callbacks {
-  static Connection* C(void* ud) { return static_cast<Connection*>(ud); }
-  static int RecvStreamData(ngtcp2_conn*, uint32_t flags, int64_t id, uint64_t, const uint8_t* d,
-                            size_t n, void* ud, void* sud) {
-    return C(ud)->OnRecvStreamData(flags, id, d, n, sud);
-  }
-  static int Acked(ngtcp2_conn*, int64_t id, uint64_t off, uint64_t n, void* ud, void* sud) {
-    return C(ud)->OnAcked(id, off, n, sud);
-  }
-  static int StreamOpen(ngtcp2_conn*, int64_t id, void* ud) { return C(ud)->OnStreamOpen(id); }
-  static int StreamClose(ngtcp2_conn*, uint32_t flags, int64_t id, uint64_t code, void* ud,
-                         void* sud) {
-    return C(ud)->OnStreamClose(flags, id, code, sud);
-  }
-  static int StreamReset(ngtcp2_conn*, int64_t id, uint64_t, uint64_t code, void* ud, void* sud) {
-    return C(ud)->OnStreamReset(id, code, sud);
-  }
-  static int ExtendMaxStreamData(ngtcp2_conn*, int64_t id, uint64_t, void* ud, void* sud) {
-    return C(ud)->OnExtendMaxStreamData(id, sud);
-  }
-  static int ExtendMaxLocalBidi(ngtcp2_conn*, uint64_t, void* ud) {
-    C(ud)->Push(Connection::Ev::kCanOpenBidi);
-    return 0;
-  }
-  static int ExtendMaxLocalUni(ngtcp2_conn*, uint64_t, void* ud) {
-    C(ud)->Push(Connection::Ev::kCanOpenUni);
-    return 0;
-  }
-  static int RecvDatagram(ngtcp2_conn*, uint32_t, const uint8_t* d, size_t n, void* ud) {
-    return C(ud)->OnRecvDatagram(d, n);
-  }
-  static int HandshakeCompleted(ngtcp2_conn*, void* ud) {
-    Connection* c = C(ud);
-    if (c->state_ == Connection::State::kHandshaking) c->state_ = Connection::State::kOpen;
-    c->Push(Connection::Ev::kReady);
-    return 0;
-  }
-  static void Rand(uint8_t* dest, size_t len, const ngtcp2_rand_ctx*) {
-    gnutls_rnd(GNUTLS_RND_RANDOM, dest, len);
-  }
-  static int NewCid(ngtcp2_conn*, ngtcp2_cid* cid, uint8_t* token, size_t len, void* ud) {
-    return C(ud)->OnNewCid(cid, token, len);
-  }
-  static int RemoveCid(ngtcp2_conn*, const ngtcp2_cid* cid, void* ud) {
-    return C(ud)->OnRemoveCid(cid);
-  }
-  static ngtcp2_conn* GetConn(ngtcp2_crypto_conn_ref* ref) {
-    return static_cast<Connection*>(ref->user_data)->conn_;
-  }
-};
-
-// ----------------------------------------------------------------------------------------------
 Connection::Connection(boost::asio::io_context& io, ConnectionOwner* owner, bool is_server,
                        const TransportLimits& limits)
-    : io_(io), owner_(owner), is_server_(is_server), limits_(limits), timer_(io) {
-  conn_ref_.get_conn = Callbacks::GetConn;
+    : io_(io),
+      owner_(owner),
+      is_server_(is_server),
+      limits_(limits),
+      sched_(limits.connection_send_budget),
+      timer_(io) {
+  conn_ref_.get_conn = Ngtcp2Callbacks::GetConn;
   conn_ref_.user_data = this;
 }
 
@@ -284,40 +82,7 @@ void Connection::Kill() {
   alive_ = std::make_shared<char>(0);  // invalidates posted work and timer handlers
   timer_.cancel();
   events_.clear();
-  sendq_.clear();
-}
-
-ngtcp2_callbacks Connection::MakeCallbacks() const {
-  ngtcp2_callbacks cb{};
-  if (is_server_) {
-    cb.recv_client_initial = ngtcp2_crypto_recv_client_initial_cb;
-  } else {
-    cb.client_initial = ngtcp2_crypto_client_initial_cb;
-    cb.recv_retry = ngtcp2_crypto_recv_retry_cb;
-  }
-  cb.recv_crypto_data = ngtcp2_crypto_recv_crypto_data_cb;
-  cb.encrypt = ngtcp2_crypto_encrypt_cb;
-  cb.decrypt = ngtcp2_crypto_decrypt_cb;
-  cb.hp_mask = ngtcp2_crypto_hp_mask_cb;
-  cb.update_key = ngtcp2_crypto_update_key_cb;
-  cb.delete_crypto_aead_ctx = ngtcp2_crypto_delete_crypto_aead_ctx_cb;
-  cb.delete_crypto_cipher_ctx = ngtcp2_crypto_delete_crypto_cipher_ctx_cb;
-  cb.get_path_challenge_data = ngtcp2_crypto_get_path_challenge_data_cb;
-  cb.version_negotiation = ngtcp2_crypto_version_negotiation_cb;
-  cb.handshake_completed = Callbacks::HandshakeCompleted;
-  cb.recv_stream_data = Callbacks::RecvStreamData;
-  cb.acked_stream_data_offset = Callbacks::Acked;
-  cb.stream_open = Callbacks::StreamOpen;
-  cb.stream_close = Callbacks::StreamClose;
-  cb.stream_reset = Callbacks::StreamReset;
-  cb.extend_max_stream_data = Callbacks::ExtendMaxStreamData;
-  cb.extend_max_local_streams_bidi = Callbacks::ExtendMaxLocalBidi;
-  cb.extend_max_local_streams_uni = Callbacks::ExtendMaxLocalUni;
-  cb.recv_datagram = Callbacks::RecvDatagram;
-  cb.rand = Callbacks::Rand;
-  cb.get_new_connection_id = Callbacks::NewCid;
-  cb.remove_connection_id = Callbacks::RemoveCid;
-  return cb;
+  sched_.ClearQueue();
 }
 
 void Connection::FillSettings(ngtcp2_settings* s) const {
@@ -370,14 +135,14 @@ Status Connection::InitServer(const TlsServerContext& tls, const ngtcp2_pkt_hd& 
                               const ngtcp2_cid* odcid, const SockAddr& remote) {
   remote_ = remote;
   ChoosePacketSize();
-  ngtcp2_callbacks cb = MakeCallbacks();
+  ngtcp2_callbacks cb = Ngtcp2Callbacks::Make(is_server_);
   ngtcp2_settings settings;
   FillSettings(&settings);
   settings.token = hd.token;
   ngtcp2_transport_params params;
   FillParams(&params);
   ngtcp2_cid scid;
-  scid.datalen = kScidLen;
+  scid.datalen = kServerScidLen;
   gnutls_rnd(GNUTLS_RND_RANDOM, scid.data, scid.datalen);
   if (odcid) {
     params.original_dcid = *odcid;
@@ -410,7 +175,7 @@ Status Connection::InitClient(const TlsClientContext& tls, const std::string& sn
                               const SockAddr& remote) {
   remote_ = remote;
   ChoosePacketSize();
-  ngtcp2_callbacks cb = MakeCallbacks();
+  ngtcp2_callbacks cb = Ngtcp2Callbacks::Make(is_server_);
   ngtcp2_settings settings;
   FillSettings(&settings);
   ngtcp2_transport_params params;
@@ -521,7 +286,7 @@ int Connection::OnStreamClose(uint32_t flags, int64_t id, uint64_t code, void* s
   s->send_.Clear();  // ngtcp2 no longer references the bytes
   Recount(before, s->Counted());
   s->write_closed_ = true;
-  sweep_.push_back(s->id_);
+  sweep_.push_back(s->stream_id());
   return 0;
 }
 
@@ -532,7 +297,7 @@ int Connection::OnStreamReset(int64_t id, uint64_t code, void* sud) {
   size_t dropped = s->recv_.Clear();
   if (dropped) ngtcp2_conn_extend_max_offset(conn_, dropped);
   Push(Ev::kReset, id, code);
-  sweep_.push_back(s->id_);
+  sweep_.push_back(s->stream_id());
   return 0;
 }
 
@@ -575,6 +340,17 @@ int Connection::OnNewCid(ngtcp2_cid* cid, uint8_t* token, size_t cidlen) {
 int Connection::OnRemoveCid(const ngtcp2_cid* cid) {
   RemoveCid(CidKey(*cid));
   owner_->DissociateCid(*cid);
+  return 0;
+}
+
+int Connection::OnHandshakeCompleted() {
+  if (state_ == State::kHandshaking) state_ = State::kOpen;
+  Push(Ev::kReady);
+  return 0;
+}
+
+int Connection::OnExtendMaxLocalStreams(bool bidi) {
+  Push(bidi ? Ev::kCanOpenBidi : Ev::kCanOpenUni);
   return 0;
 }
 
@@ -755,9 +531,7 @@ void Connection::DispatchEvents() {
         // Streams die with the session.
         auto streams = std::move(streams_);
         streams_.clear();
-        sendq_.clear();
-        budget_waiters_.clear();
-        budget_event_pending_ = false;
+        sched_.Clear();
         incoming_bidi_.clear();
         incoming_uni_.clear();
         sweep_.clear();
@@ -809,7 +583,7 @@ void Connection::DispatchEvents() {
           visitor_->OnCanCreateNewOutgoingBidirectionalStream();
         break;
       case Ev::kBudget:
-        budget_event_pending_ = false;
+        sched_.set_wake_pending(false);
         if (!WakeBudgetWaiters(alive)) return;
         break;
       case Ev::kCanOpenUni:
@@ -833,8 +607,8 @@ void Connection::SweepStreams() {
     auto it = streams_.find(id);
     if (it == streams_.end()) continue;
     QuicStream* s = it->second.get();
-    bool remote = !ngtcp2_conn_is_local_stream(conn_, s->id_);
-    bool bidi = ngtcp2_is_bidi_stream(s->id_);
+    bool remote = !ngtcp2_conn_is_local_stream(conn_, s->stream_id());
+    bool bidi = ngtcp2_is_bidi_stream(s->stream_id());
     // A peer's unidirectional stream has no write side, so it is finished once its read side is.
     // ngtcp2 0.12.1 never closes such a stream itself (no stream_close callback: it waits for a
     // FIN acknowledgement that cannot happen; fixed upstream in 0.14.0, commit 1d591bde), so
@@ -843,8 +617,8 @@ void Connection::SweepStreams() {
     if (!(s->transport_closed_ || remote_uni) || !s->ReadDone()) continue;
     if (s->visitor_) s->visitor_->OnStreamClosed();
     // ngtcp2 may still hold the stream (see above): it must not call back with a freed pointer.
-    if (!s->transport_closed_) ngtcp2_conn_set_stream_user_data(conn_, s->id_, nullptr);
-    SendqRemove(s);
+    if (!s->transport_closed_) ngtcp2_conn_set_stream_user_data(conn_, s->stream_id(), nullptr);
+    sched_.Remove(s);
     streams_.erase(it);
     // Return the stream-count credit only now that the application is done with the stream.
     if (remote && state_ < State::kClosing) {
@@ -857,37 +631,20 @@ void Connection::SweepStreams() {
   }
 }
 
-void Connection::Recount(size_t before, size_t after) {
-  unsent_total_ += after;
-  unsent_total_ -= before;
-  if (after < before) MaybeWakeBudgetWaiters();
-}
-
-void Connection::AddBudgetWaiter(const QuicStream* s) {
-  if (s->budget_waiting_) return;
-  s->budget_waiting_ = true;
-  budget_waiters_.emplace(std::make_pair(s->send_order_, budget_seq_++), s->id_);
-}
-
 void Connection::MaybeWakeBudgetWaiters() {
-  if (budget_event_pending_ || budget_waiters_.empty() || state_ != State::kOpen ||
-      unsent_total_ >= limits_.connection_send_budget) {
-    return;
-  }
-  budget_event_pending_ = true;
+  if (state_ != State::kOpen || !sched_.WakeDue()) return;
+  sched_.set_wake_pending(true);
   Push(Ev::kBudget);
   ScheduleFlush();  // dispatches it (while dispatching, the dispatch loop reaches it anyway)
 }
 
 bool Connection::WakeBudgetWaiters(const std::weak_ptr<char>& alive) {
-  while (!budget_waiters_.empty() && unsent_total_ < limits_.connection_send_budget) {
-    auto it = budget_waiters_.begin();
-    int64_t id = it->second;
-    budget_waiters_.erase(it);
-    auto sit = streams_.find(id);
-    if (sit == streams_.end()) continue;
-    QuicStream* s = sit->second.get();
-    s->budget_waiting_ = false;
+  auto find = [this](int64_t id) -> SendScheduler::Entry* {
+    auto it = streams_.find(id);
+    return it == streams_.end() ? nullptr : it->second.get();
+  };
+  while (SendScheduler::Entry* e = sched_.NextWaiter(find)) {
+    auto* s = static_cast<QuicStream*>(e);
     // A stream whose own buffer is full gets OnCanWrite from OnAcked (want_can_write_).
     if (!s->StreamWritable()) continue;
     s->want_can_write_ = false;
@@ -906,39 +663,6 @@ void Connection::ScheduleFlush() {
     flush_posted_ = false;
     AfterIo();
   });
-}
-
-void Connection::Enqueue(QuicStream* s) {
-  if (s->in_sendq_ || s->blocked_ || !s->HasPendingSend()) return;
-  s->in_sendq_ = true;
-  sendq_[s->send_order_].push_back(s);
-}
-
-void Connection::SendqRemove(QuicStream* s) {
-  if (!s->in_sendq_) return;
-  s->in_sendq_ = false;
-  auto it = sendq_.find(s->send_order_);
-  if (it == sendq_.end()) return;
-  auto& q = it->second;
-  for (auto p = q.begin(); p != q.end(); ++p) {
-    if (*p == s) {
-      q.erase(p);
-      break;
-    }
-  }
-  if (q.empty()) sendq_.erase(it);
-}
-
-void Connection::SendqPopFront(QuicStream* s, bool requeue) {
-  auto it = sendq_.find(s->send_order_);
-  if (it == sendq_.end() || it->second.empty() || it->second.front() != s) return;
-  it->second.pop_front();
-  if (requeue) {
-    it->second.push_back(s);  // round-robin among equal send orders, one packet each
-    return;
-  }
-  s->in_sendq_ = false;
-  if (it->second.empty()) sendq_.erase(it);
 }
 
 // ---------------------------------------------------------------------------------- write path
@@ -1020,13 +744,13 @@ void Connection::Flush() {
   while (!stop && pkts < max_pkts) {
     QuicStream* s = nullptr;
     // The stream to feed: the front of the lowest send order's queue (transport/session.h).
-    while (!sendq_.empty()) {
-      QuicStream* f = sendq_.begin()->second.front();
-      if (f->HasPendingSend() && !f->blocked_) {
+    while (SendScheduler::Entry* front = sched_.Front()) {
+      auto* f = static_cast<QuicStream*>(front);
+      if (f->Sendable()) {
         s = f;
         break;
       }
-      SendqPopFront(f, /*requeue=*/false);
+      sched_.PopFront(f, /*requeue=*/false);
     }
     if (s && s->send_.Unsent() > 0 && ngtcp2_conn_get_max_data_left(conn_) == 0) {
       s = nullptr;  // connection-level credit exhausted: only control frames now
@@ -1038,7 +762,7 @@ void Connection::Flush() {
     bool fin_attempt = false;
     size_t unsent_before = 0;
     if (s) {
-      sid = s->id_;
+      sid = s->stream_id();
       vcnt = s->send_.GatherUnsent(vec, kMaxIov);
       unsent_before = s->send_.Unsent();
       size_t gathered = 0;
@@ -1061,13 +785,13 @@ void Connection::Flush() {
     if (n < 0) {
       switch (n) {
         case NGTCP2_ERR_WRITE_MORE:
-          if (s && !s->HasPendingSend()) SendqPopFront(s, /*requeue=*/false);
+          if (s && !s->HasPendingSend()) sched_.PopFront(s, /*requeue=*/false);
           continue;
         case NGTCP2_ERR_STREAM_DATA_BLOCKED: {
           size_t before = s->Counted();
           s->blocked_ = true;
           Recount(before, s->Counted());
-          SendqPopFront(s, /*requeue=*/false);
+          sched_.PopFront(s, /*requeue=*/false);
           continue;
         }
         case NGTCP2_ERR_STREAM_SHUT_WR: {
@@ -1075,11 +799,11 @@ void Connection::Flush() {
           size_t before = s->Counted();
           s->write_closed_ = s->write_reset_ = true;
           Recount(before, s->Counted());
-          SendqPopFront(s, /*requeue=*/false);
+          sched_.PopFront(s, /*requeue=*/false);
           continue;
         }
         case NGTCP2_ERR_STREAM_NOT_FOUND:
-          SendqPopFront(s, /*requeue=*/false);
+          sched_.PopFront(s, /*requeue=*/false);
           continue;
         default:
           HandleLibError(static_cast<int>(n));
@@ -1090,7 +814,7 @@ void Connection::Flush() {
     if (n == 0) break;  // nothing more to send now, or congestion/pacing limited
     if (pkts == 0) ++sock.stats().flushes;
     ++pkts;
-    if (s) SendqPopFront(s, /*requeue=*/s->HasPendingSend());
+    if (s) sched_.PopFront(s, /*requeue=*/s->HasPendingSend());
     if (!CommitAndMaybeSend(static_cast<size_t>(n), ps.path)) break;
   }
   if (sock.batch_packets() > 0 && !sock.blocked()) {
@@ -1227,17 +951,20 @@ size_t Connection::GetMaxDatagramSize() const {
 }
 
 Status Connection::SendOrQueueDatagram(ByteSpan datagram) {
-  if (state_ != State::kOpen) return Err(TransportError::kSessionClosed, "session is not open");
+  if (state_ != State::kOpen)
+    return TransportErr(TransportError::kSessionClosed, "session is not open");
   size_t max = GetMaxDatagramSize();
-  if (max == 0) return Err(TransportError::kDatagramsDisabled, "peer does not accept datagrams");
+  if (max == 0)
+    return TransportErr(TransportError::kDatagramsDisabled, "peer does not accept datagrams");
   if (datagram.size() > max) {
-    return Err(
+    return TransportErr(
         TransportError::kDatagramTooLarge,
         "datagram of " + std::to_string(datagram.size()) + " bytes exceeds " + std::to_string(max),
         Code::kInvalidArgument);
   }
   if (dgram_tx_.size() >= limits_.max_queued_datagrams) {
-    return Err(TransportError::kDatagramQueueFull, "datagram queue full", Code::kResourceExhausted);
+    return TransportErr(TransportError::kDatagramQueueFull, "datagram queue full",
+                        Code::kResourceExhausted);
   }
   std::vector<uint8_t> buf;
   if (!dgram_free_.empty()) {

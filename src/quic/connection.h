@@ -1,6 +1,9 @@
-// One QUIC connection (client or server side): an ngtcp2_conn plus its TLS session, streams,
-// datagram queue, timer and the event queue that feeds the application's visitors.
-// Internal to src/quic (includes Asio). See docs/protocols/quic-transport.md.
+// Connection: one QUIC connection (client or server side), the driving loop of one ngtcp2_conn.
+// It owns the ngtcp2_conn and its TLS session, its streams (quic/quic_stream.h), its send
+// scheduler (quic/send_scheduler.h), the datagram queues, the expiry timer and the event queue
+// that feeds the application's visitors. The ngtcp2 callbacks (quic/ngtcp2_callbacks.h) forward
+// to its On* members. The endpoint that owns it (quic/server.cc, quic/client.cc) is its
+// ConnectionOwner. Internal to src/quic (includes Asio). See docs/protocols/quic-transport.md.
 //
 // Driving rules (ngtcp2 0.12.1): ngtcp2 callbacks only record state and queue events; packets
 // are written only from Flush() (never from inside a callback); visitor events are dispatched
@@ -12,16 +15,20 @@
 #include <ngtcp2/ngtcp2_crypto.h>
 
 #include <deque>
-#include <map>
 #include <memory>
 #include <optional>
 #include <unordered_map>
 #include <vector>
 
 #include "common/asio.h"
-#include "quic/quic.h"
+#include "common/status.h"
+#include "quic/cid_key.h"
+#include "quic/client.h"
+#include "quic/quic_stream.h"
+#include "quic/send_scheduler.h"
 #include "quic/stream_buffer.h"
 #include "quic/tls.h"
+#include "quic/transport_limits.h"
 #include "quic/udp.h"
 
 namespace kvcs::quic {
@@ -49,23 +56,12 @@ class ConnectionOwner {
 
 ngtcp2_tstamp NowTs();
 
-struct CidKey {
-  uint8_t len = 0;
-  uint8_t data[NGTCP2_MAX_CIDLEN] = {};
-  CidKey() = default;
-  CidKey(const uint8_t* d, size_t n) : len(static_cast<uint8_t>(n)) { memcpy(data, d, n); }
-  explicit CidKey(const ngtcp2_cid& c) : CidKey(c.data, c.datalen) {}
-  bool operator==(const CidKey& o) const { return len == o.len && memcmp(data, o.data, len) == 0; }
-};
-struct CidKeyHash {
-  size_t operator()(const CidKey& k) const {
-    uint64_t h = 1469598103934665603ull;  // FNV-1a; CIDs are random, so this is plenty
-    for (size_t i = 0; i < k.len; ++i) h = (h ^ k.data[i]) * 1099511628211ull;
-    return h;
-  }
-};
+// Length of the connection IDs a server issues (random; ngtcp2's examples use the same length).
+inline constexpr size_t kServerScidLen = 18;
 
-class QuicStream;
+// A Status carrying a transport::TransportError (transport/session.h) for the application.
+Status TransportErr(transport::TransportError e, std::string msg,
+                    Code code = Code::kFailedPrecondition);
 
 class Connection : public QuicClientSession {
  public:
@@ -119,7 +115,7 @@ class Connection : public QuicClientSession {
 
  private:
   friend class QuicStream;
-  friend struct Callbacks;
+  friend class Ngtcp2Callbacks;
 
   enum class State { kHandshaking, kOpen, kClosing, kDraining, kFinished };
   enum class Ev : uint8_t {
@@ -143,7 +139,6 @@ class Connection : public QuicClientSession {
     uint64_t code;
   };
 
-  ngtcp2_callbacks MakeCallbacks() const;
   // Sets limits_.max_udp_payload to the size used towards remote_ (see TransportLimits).
   void ChoosePacketSize();
   void FillSettings(ngtcp2_settings* s) const;
@@ -161,19 +156,18 @@ class Connection : public QuicClientSession {
   void Finish();
   transport::CloseInfo InfoFromCcerr(const ngtcp2_connection_close_error& e, bool by_peer) const;
   QuicStream* NewStream(int64_t id);
-  // Send queue: streams with bytes (or a FIN) to send, by send order, FIFO within one order.
-  void Enqueue(QuicStream* s);
-  void SendqRemove(QuicStream* s);
-  // `s` is at the front of its queue: rotate it to the back (requeue) or drop it.
-  void SendqPopFront(QuicStream* s, bool requeue);
-  // Connection send budget (TransportLimits::connection_send_budget): a stream's counted unsent
-  // bytes went from `before` to `after`; wakes budget waiters when that freed room.
-  void Recount(size_t before, size_t after);
-  // `s` found the budget used up in CanWrite(): it gets OnCanWrite when room frees.
-  void AddBudgetWaiter(const QuicStream* s);
+  // Puts `s` in the send queue if it has something it may send.
+  void Enqueue(QuicStream* s) {
+    if (s->Sendable()) sched_.Enqueue(s);
+  }
+  // A stream's counted unsent bytes (QuicStream::Counted) went from `before` to `after`; wakes
+  // the budget waiters when that freed room.
+  void Recount(size_t before, size_t after) {
+    if (sched_.Recount(before, after) && sched_.WakeDue()) MaybeWakeBudgetWaiters();
+  }
   void MaybeWakeBudgetWaiters();
-  // Calls OnCanWrite for waiters, lowest send order first (FIFO within one order), while the
-  // budget has room. Returns false when a visitor destroyed the session.
+  // Calls OnCanWrite for budget waiters, lowest send order first (FIFO within one order), while
+  // the budget has room. Returns false when a visitor destroyed the session.
   bool WakeBudgetWaiters(const std::weak_ptr<char>& alive);
   bool WriteDatagrams(ngtcp2_path_storage* ps, size_t max_pkt, size_t* pkts, size_t max_pkts,
                       bool* stop, ngtcp2_tstamp ts);
@@ -189,6 +183,8 @@ class Connection : public QuicClientSession {
   int OnRecvDatagram(const uint8_t* data, size_t len);
   int OnNewCid(ngtcp2_cid* cid, uint8_t* token, size_t cidlen);
   int OnRemoveCid(const ngtcp2_cid* cid);
+  int OnHandshakeCompleted();
+  int OnExtendMaxLocalStreams(bool bidi);
 
   boost::asio::io_context& io_;
   std::unique_ptr<ConnectionOwner> owned_ep_;    // clients only; destroyed last
@@ -208,18 +204,12 @@ class Connection : public QuicClientSession {
   std::vector<CidKey> cids_;
 
   ChunkPool pool_;
+  // The send queue and the connection send budget (TransportLimits::connection_send_budget).
+  // Declared before streams_: a stream's destructor returns its share of the budget.
+  SendScheduler sched_;
   std::unordered_map<int64_t, std::unique_ptr<QuicStream>> streams_;
   std::deque<int64_t> incoming_bidi_, incoming_uni_;
-  // Lowest send order first (Stream::SetSendOrder); each queue is served round-robin.
-  std::map<uint64_t, std::deque<QuicStream*>> sendq_;
   std::vector<int64_t> sweep_;  // ids of streams that may be finished
-  // Unsent bytes of every stream that could go on the wire now (QuicStream::Counted); CanWrite()
-  // is false while this is at least limits_.connection_send_budget.
-  size_t unsent_total_ = 0;
-  // Streams waiting for budget: (send order, arrival) -> stream id.
-  std::map<std::pair<uint64_t, uint64_t>, int64_t> budget_waiters_;
-  uint64_t budget_seq_ = 0;
-  bool budget_event_pending_ = false;
   std::deque<std::vector<uint8_t>> dgram_tx_;
   std::deque<std::vector<uint8_t>> dgram_rx_;
   std::vector<std::vector<uint8_t>> dgram_free_;  // recycled datagram buffers

@@ -17,22 +17,6 @@ std::string Lower(std::string_view s) {
   return out;
 }
 
-// Trims and collapses runs of spaces (SigV4 canonical header values).
-std::string CanonicalValue(std::string_view v) {
-  std::string out;
-  bool space = false;
-  for (char c : v) {
-    if (c == ' ' || c == '\t') {
-      space = !out.empty();
-      continue;
-    }
-    if (space) out.push_back(' ');
-    space = false;
-    out.push_back(c);
-  }
-  return out;
-}
-
 std::optional<std::string_view> Find(const HeaderPairs* pairs, std::string_view name,
                                      bool case_insensitive) {
   if (!pairs) return std::nullopt;
@@ -101,31 +85,15 @@ Result<SigV4Result> Check(const SigV4Input& in, const Parsed& p, std::string pay
     return S3Status(S3Error::kInvalidAccessKeyId,
                     "The AWS Access Key Id you provided does not exist in our records.");
   }
-  std::string canonical_headers;
-  for (const std::string& name : p.signed_headers) {
-    std::string joined;
-    bool found = false;
-    for (const auto& [k, v] : *in.headers) {
-      if (!IEquals(k, name)) continue;
-      if (found) joined.push_back(',');
-      joined += CanonicalValue(v);
-      found = true;
-    }
-    if (!found) {
-      return S3Status(presigned ? S3Error::kAuthorizationQueryParametersError
-                                : S3Error::kAuthorizationHeaderMalformed,
-                      "signed header missing from the request: " + name);
-    }
-    canonical_headers += name + ":" + joined + "\n";
-  }
-  std::string signed_list;
-  for (size_t i = 0; i < p.signed_headers.size(); ++i) {
-    if (i) signed_list.push_back(';');
-    signed_list += p.signed_headers[i];
+  CanonicalHeaders ch = BuildCanonicalHeaders(*in.headers, p.signed_headers);
+  if (!ch.missing.empty()) {
+    return S3Status(presigned ? S3Error::kAuthorizationQueryParametersError
+                              : S3Error::kAuthorizationHeaderMalformed,
+                    "signed header missing from the request: " + ch.missing);
   }
   std::string cr = CanonicalRequest(in.method, UriEncode(in.path, false),
-                                    CanonicalQueryString(*in.query, presigned), canonical_headers,
-                                    signed_list, payload_hash);
+                                    CanonicalQueryString(*in.query, presigned), ch.canonical,
+                                    ch.signed_headers, payload_hash);
   std::string sts = StringToSign(p.amz_date, p.scope, cr);
   Digest key = SigningKey(secret->second, p.date, p.region, "s3");
   std::string expected = SignHex(key, sts);
@@ -255,6 +223,50 @@ Result<SigV4Result> VerifySigV4(const SigV4Input& in,
   }
   auto qph = Find(in.query, "X-Amz-Content-Sha256", false);
   return Check(in, p, qph ? std::string(*qph) : std::string(kUnsignedPayload), true, secrets);
+}
+
+std::string CanonicalHeaderValue(std::string_view v) {
+  std::string out;
+  bool space = false;
+  for (char c : v) {
+    if (c == ' ' || c == '\t') {
+      space = !out.empty();
+      continue;
+    }
+    if (space) out.push_back(' ');
+    space = false;
+    out.push_back(c);
+  }
+  return out;
+}
+
+CanonicalHeaders BuildCanonicalHeaders(const HeaderPairs& headers,
+                                       const std::vector<std::string>& signed_names) {
+  CanonicalHeaders out;
+  for (const std::string& name : signed_names) {
+    std::string joined;
+    bool found = false;
+    for (const auto& [k, v] : headers) {
+      if (!IEquals(k, name)) continue;
+      if (found) joined.push_back(',');
+      joined += CanonicalHeaderValue(v);
+      found = true;
+    }
+    if (!found && out.missing.empty()) out.missing = name;
+    out.canonical += name + ":" + joined + "\n";
+    if (!out.signed_headers.empty()) out.signed_headers.push_back(';');
+    out.signed_headers += name;
+  }
+  return out;
+}
+
+std::vector<std::string> AllHeaderNames(const HeaderPairs& headers) {
+  std::vector<std::string> names;
+  names.reserve(headers.size());
+  for (const auto& [k, v] : headers) names.push_back(Lower(k));
+  std::sort(names.begin(), names.end());
+  names.erase(std::unique(names.begin(), names.end()), names.end());
+  return names;
 }
 
 std::string CanonicalQueryString(const HeaderPairs& query, bool skip_signature) {

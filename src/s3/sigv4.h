@@ -65,7 +65,29 @@ Result<SigV4Result> VerifySigV4(const SigV4Input& in,
 // True when the request carries SigV4 credentials (header or query).
 bool HasSigV4(const SigV4Input& in);
 
-// Building blocks (exposed for tests and for clients).
+// Building blocks (exposed for tests and for clients: the S3 client's signer,
+// src/s3client/signer.h, builds its canonical request from these, so signer and verifier cannot
+// disagree).
+
+// A header value as SigV4 signs it (AWS's rule): leading and trailing whitespace trimmed, every
+// inner run of whitespace collapsed to one space. Spaces and tabs count as whitespace.
+std::string CanonicalHeaderValue(std::string_view value);
+
+// The CanonicalHeaders and SignedHeaders parts of a canonical request.
+struct CanonicalHeaders {
+  std::string canonical;       // "name:value\n" for each signed name
+  std::string signed_headers;  // "name;name;..."
+  std::string missing;         // a signed name the request has no header for; empty when none
+};
+// Builds both for `signed_names` (lowercase, in the order given) from `headers` (names in any
+// case). A name's value is CanonicalHeaderValue of each header of that name, in received order,
+// joined with ','. When a name has no header, `missing` says which (the block is then useless).
+CanonicalHeaders BuildCanonicalHeaders(const HeaderPairs& headers,
+                                       const std::vector<std::string>& signed_names);
+// Every header name in `headers`, lowercased, sorted, each once: what a signer that signs all of
+// a request's headers passes to BuildCanonicalHeaders.
+std::vector<std::string> AllHeaderNames(const HeaderPairs& headers);
+
 std::string CanonicalQueryString(const HeaderPairs& query, bool skip_signature);
 std::string CanonicalRequest(std::string_view method, std::string_view canonical_uri,
                              std::string_view canonical_query, std::string_view canonical_headers,

@@ -66,6 +66,34 @@ TEST(SigV4, PublishedGetObjectExample) {
   EXPECT_TRUE(VerifySigV4(a, kSecrets, kExampleTime).status().Is(S3Error::kAccessDenied));
 }
 
+// AWS's rule for canonical header values: trim, collapse each inner run of whitespace to one
+// space (the AWS SDKs' `' '.join(value.split())`).
+TEST(SigV4, CanonicalHeaderValueTrimsAndCollapses) {
+  EXPECT_EQ(CanonicalHeaderValue("abc"), "abc");
+  EXPECT_EQ(CanonicalHeaderValue("  a   b    c  "), "a b c");
+  EXPECT_EQ(CanonicalHeaderValue("\"a   b    c\""), "\"a b c\"");
+  EXPECT_EQ(CanonicalHeaderValue("\ta \t b\t"), "a b");
+  EXPECT_EQ(CanonicalHeaderValue("   "), "");
+  EXPECT_EQ(CanonicalHeaderValue(""), "");
+}
+
+// The block both the verifier and the client's signer build: names in the order given, values
+// found case-insensitively, repeated headers joined with ',' in received order.
+TEST(SigV4, BuildCanonicalHeaders) {
+  HeaderPairs headers = {{"Host", "h:1"},
+                         {"X-Amz-Meta-A", "  a   b  "},
+                         {"x-amz-date", "20130524T000000Z"},
+                         {"x-amz-meta-a", "c"}};
+  EXPECT_EQ(AllHeaderNames(headers),
+            (std::vector<std::string>{"host", "x-amz-date", "x-amz-meta-a"}));
+  CanonicalHeaders ch = BuildCanonicalHeaders(headers, AllHeaderNames(headers));
+  EXPECT_EQ(ch.canonical, "host:h:1\nx-amz-date:20130524T000000Z\nx-amz-meta-a:a b,c\n");
+  EXPECT_EQ(ch.signed_headers, "host;x-amz-date;x-amz-meta-a");
+  EXPECT_EQ(ch.missing, "");
+  CanonicalHeaders partial = BuildCanonicalHeaders(headers, {"host", "range"});
+  EXPECT_EQ(partial.missing, "range");
+}
+
 TEST(SigV4, PublishedPresignedUrlExample) {
   HeaderPairs query = {
       {"X-Amz-Algorithm", "AWS4-HMAC-SHA256"},

@@ -1,143 +1,21 @@
 #include "s3client/backend_store.h"
 
 #include <algorithm>
-#include <chrono>
-#include <mutex>
 
-#include "common/hex.h"
+#include "s3client/backend_mapping.h"
+#include "s3client/backend_part_writer.h"
+#include "s3client/backend_reader.h"
+#include "s3client/backend_writer.h"
 
 namespace kvcs::s3client {
 
 using store::StoreError;
 
-namespace {
-
-Status StoreErr(Code code, StoreError e, std::string message) {
-  return Status(code, std::move(message), static_cast<int>(e));
-}
-
-int64_t NowMs() {
-  return std::chrono::duration_cast<std::chrono::milliseconds>(
-             std::chrono::system_clock::now().time_since_epoch())
-      .count();
-}
-
-int PartsCountFromEtag(std::string_view etag) {
-  size_t dash = etag.rfind('-');
-  if (dash == std::string_view::npos) return 0;
-  int n = 0;
-  for (char c : etag.substr(dash + 1)) {
-    if (c < '0' || c > '9' || n > store::kMaxPartNumber) return 0;
-    n = n * 10 + (c - '0');
-  }
-  return n;
-}
-
-PutObjectOptions ToClientOptions(const store::PutOptions& o, const std::optional<Digest>& sha) {
-  PutObjectOptions p;
-  p.content_type = o.content_type;
-  p.content_encoding = o.content_encoding;
-  p.content_disposition = o.content_disposition;
-  p.cache_control = o.cache_control;
-  for (const auto& [k, v] : o.user_meta) {
-    if (k == kSha256MetaName) continue;  // reserved: only the store writes it
-    p.user_meta.emplace_back(k, v);
-  }
-  if (sha) p.user_meta.emplace_back(kSha256MetaName, ToHex(*sha));
-  return p;
-}
-
-store::ObjectMeta MetaFromHead(std::string_view key, ObjectHead h) {
-  store::ObjectMeta m;
-  m.key = std::string(key);
-  m.size = h.size;
-  m.etag = h.etag;
-  m.content_type = h.content_type.empty() ? "binary/octet-stream" : h.content_type;
-  m.content_encoding = h.content_encoding;
-  m.content_disposition = h.content_disposition;
-  m.cache_control = h.cache_control;
-  for (auto& [k, v] : h.user_meta) {
-    if (k == kSha256MetaName) {
-      auto d = FromHexFixed<kDigestSize>(v);
-      if (d.ok()) m.sha256 = *d;
-      continue;
-    }
-    m.user_meta.emplace_back(std::move(k), std::move(v));
-  }
-  m.last_modified_ms = h.last_modified_ms;
-  m.parts_count = PartsCountFromEtag(m.etag);
-  return m;
-}
-
-}  // namespace
-
-Status ToStoreStatus(const Status& s) {
-  if (s.ok()) return s;
-  StoreError e = StoreError::kIo;
-  switch (static_cast<ClientError>(s.detail())) {
-    case ClientError::kNoSuchBucket:
-      e = StoreError::kNoSuchBucket;
-      break;
-    case ClientError::kNoSuchKey:
-      e = StoreError::kNoSuchKey;
-      break;
-    case ClientError::kNoSuchUpload:
-      e = StoreError::kNoSuchUpload;
-      break;
-    case ClientError::kBucketAlreadyExists:
-    case ClientError::kBucketAlreadyOwnedByYou:
-      e = StoreError::kBucketAlreadyExists;
-      break;
-    case ClientError::kBucketNotEmpty:
-      e = StoreError::kBucketNotEmpty;
-      break;
-    case ClientError::kInvalidBucketName:
-      e = StoreError::kInvalidBucketName;
-      break;
-    case ClientError::kKeyTooLong:
-      e = StoreError::kKeyTooLong;
-      break;
-    case ClientError::kInvalidRange:
-      e = StoreError::kInvalidRange;
-      break;
-    case ClientError::kInvalidPart:
-      e = StoreError::kInvalidPart;
-      break;
-    case ClientError::kInvalidPartOrder:
-      e = StoreError::kInvalidPartOrder;
-      break;
-    case ClientError::kEntityTooSmall:
-      e = StoreError::kEntityTooSmall;
-      break;
-    case ClientError::kEntityTooLarge:
-      e = StoreError::kEntityTooLarge;
-      break;
-    case ClientError::kBadDigest:
-      e = StoreError::kBadDigest;
-      break;
-    case ClientError::kSha256Mismatch:
-      e = StoreError::kSha256Mismatch;
-      break;
-    case ClientError::kIncompleteBody:
-      e = StoreError::kIncompleteBody;
-      break;
-    case ClientError::kMetadataTooLarge:
-      e = StoreError::kMetadataTooLarge;
-      break;
-    case ClientError::kInvalidArgument:
-      e = StoreError::kInvalidArgument;
-      break;
-    default:
-      break;
-  }
-  return Status(s.code(), "S3 backend: " + s.message(), static_cast<int>(e));
-}
-
 struct S3BackendStore::Impl {
   S3BackendOptions options;
   std::unique_ptr<S3Client> client;
-  // Bytes of read-ahead the readers may still hold (starts at options.read_ahead_budget).
-  std::atomic<int64_t> read_ahead_left{0};
+  // The read-ahead all readers may still hold (starts at options.read_ahead_budget).
+  std::unique_ptr<ReadAheadBudget> read_ahead;
 
   Result<std::string> Backend(std::string_view bucket) const {
     KVCS_RETURN_IF_ERROR(store::ValidateBucketName(bucket));
@@ -168,318 +46,6 @@ struct S3BackendStore::Impl {
   }
 };
 
-namespace {
-
-// A pinned snapshot: opened by one range GET of the object's first bytes (its metadata and ETag
-// come from that response, the bytes are kept); every later read is a range GET with If-Match on
-// that ETag, so all bytes a reader returns belong to the version it opened.
-//
-// Read-ahead (ReadMany only): when a read starts where this reader's previous read ended (give or
-// take kReadAheadGap), the GET also fetches up to read_ahead_factor times its length beyond it,
-// and the reader keeps those bytes for the next reads (layer l+1, l+2, ... of a block read
-// layer-major). The kept bytes come from an If-Match GET, so they are of the pinned version too.
-// Their total over all readers is bounded by S3BackendOptions::read_ahead_budget.
-class BackendReader final : public store::ObjectReader {
- public:
-  BackendReader(S3BackendStore::Impl* store, std::string bucket, store::ObjectMeta meta,
-                Bytes prefix)
-      : store_(store),
-        bucket_(std::move(bucket)),
-        meta_(std::move(meta)),
-        prefix_(std::move(prefix)) {}
-  ~BackendReader() override { Release(); }
-  const store::ObjectMeta& meta() const override { return meta_; }
-  Result<size_t> ReadAt(uint64_t offset, std::span<uint8_t> out) const override {
-    if (offset >= meta_.size || out.empty()) return size_t{0};
-    out = out.first(static_cast<size_t>(std::min<uint64_t>(out.size(), meta_.size - offset)));
-    if (FromKept(offset, out)) return out.size();
-    auto r = store_->client->GetRange(bucket_, meta_.key, offset, out, meta_.etag);
-    return Finish(r, out.size());
-  }
-  // Copies [offset, offset + out.size()) from the bytes kept at Open or by read-ahead when they
-  // hold all of it.
-  bool FromKept(uint64_t offset, std::span<uint8_t> out) const {
-    if (offset <= prefix_.size() && out.size() <= prefix_.size() - offset) {
-      std::copy_n(prefix_.begin() + static_cast<ptrdiff_t>(offset), out.size(), out.begin());
-      return true;
-    }
-    std::lock_guard lock(mu_);
-    if (offset < ahead_offset_ || offset - ahead_offset_ > ahead_.size() ||
-        out.size() > ahead_.size() - (offset - ahead_offset_)) {
-      return false;
-    }
-    std::copy_n(ahead_.begin() + static_cast<ptrdiff_t>(offset - ahead_offset_), out.size(),
-                out.begin());
-    last_end_ = offset + out.size();
-    return true;
-  }
-  // Called for each GET ReadMany sends for [offset, end): how many bytes past `end` to fetch as
-  // read-ahead (0 unless the read continues the previous one), reserved from the store's budget.
-  uint64_t PlanAhead(uint64_t offset, uint64_t end) const {
-    std::lock_guard lock(mu_);
-    const bool sequential =
-        last_end_ != kNone && offset >= last_end_ && offset - last_end_ <= kReadAheadGap;
-    last_end_ = end;
-    // The kept bytes did not serve this read (ReadMany asked FromKept first): they are behind it
-    // now; give their budget back before reserving more.
-    store_->read_ahead_left.fetch_add(static_cast<int64_t>(reserved_), std::memory_order_relaxed);
-    reserved_ = 0;
-    ahead_.clear();
-    streak_ = sequential ? streak_ + 1 : 0;
-    if (!sequential || end >= meta_.size) return 0;
-    // Grows with the run of consecutive reads (1, 2, .. factor times the read): the early layers,
-    // which the client waits for first, are not slowed by large GETs.
-    const uint64_t factor = std::min<uint64_t>(streak_, store_->options.read_ahead_factor);
-    uint64_t want = std::min<uint64_t>((end - offset) * factor, meta_.size - end);
-    want = std::min<uint64_t>(want, kMaxCoalescedGetBytes - (end - offset));
-    if (want == 0) return 0;
-    int64_t left = store_->read_ahead_left.load(std::memory_order_relaxed);
-    while (left >= static_cast<int64_t>(want) && !store_->read_ahead_left.compare_exchange_weak(
-                                                     left, left - static_cast<int64_t>(want))) {
-    }
-    if (left < static_cast<int64_t>(want)) return 0;  // budget spent: read only what is asked
-    reserved_ = want;  // held from now; KeepAhead keeps the bytes, Release gives it back
-    return want;
-  }
-  // Keeps `bytes` (read at `offset`), the read-ahead PlanAhead reserved budget for.
-  void KeepAhead(uint64_t offset, Bytes bytes) const {
-    std::lock_guard lock(mu_);
-    ahead_offset_ = offset;
-    ahead_ = std::move(bytes);
-  }
-  void Release() const {
-    std::lock_guard lock(mu_);
-    store_->read_ahead_left.fetch_add(static_cast<int64_t>(reserved_), std::memory_order_relaxed);
-    reserved_ = 0;
-    ahead_.clear();
-    ahead_.shrink_to_fit();
-  }
-  Result<size_t> Finish(const Result<size_t>& r, size_t want) const {
-    if (!r.ok()) {
-      if (r.status().Is(ClientError::kPreconditionFailed) ||
-          r.status().Is(ClientError::kNoSuchKey)) {
-        return StoreErr(Code::kFailedPrecondition, StoreError::kIo,
-                        "S3 backend: object " + meta_.key +
-                            " changed or vanished after it was opened; reopen it");
-      }
-      return ToStoreStatus(r.status());
-    }
-    if (*r != want) {  // the size was pinned at Open: a short read means another version
-      return StoreErr(Code::kIoError, StoreError::kIo,
-                      "S3 backend: short read of " + meta_.key + " (object changed?)");
-    }
-    return *r;
-  }
-  const std::string& bucket() const { return bucket_; }
-
- private:
-  static constexpr uint64_t kNone = ~uint64_t{0};
-  // A read "continues" the previous one if it starts at most this far past its end (room for
-  // alignment padding between a container's layers).
-  static constexpr uint64_t kReadAheadGap = 4096;
-
-  S3BackendStore::Impl* store_;
-  std::string bucket_;
-  store::ObjectMeta meta_;
-  Bytes prefix_;  // the first bytes of this version (at most open_prefix_bytes)
-  mutable std::mutex mu_;
-  mutable uint64_t last_end_ = kNone;  // end of the previous read (ReadMany), kNone before one
-  mutable uint64_t ahead_offset_ = 0;  // read-ahead bytes kept: [ahead_offset_, + ahead_.size())
-  mutable Bytes ahead_;
-  mutable uint64_t reserved_ = 0;  // budget held for ahead_ (or for the GET filling it)
-  mutable uint64_t streak_ = 0;    // consecutive reads that continued the previous one
-};
-
-// Streams an object: buffered until multipart_threshold, then multipart parts of part_bytes.
-class BackendWriter final : public store::ObjectWriter {
- public:
-  BackendWriter(S3BackendStore::Impl* store, std::string bucket, std::string key,
-                store::PutOptions options)
-      : store_(store),
-        bucket_(std::move(bucket)),
-        key_(std::move(key)),
-        options_(std::move(options)) {}
-  ~BackendWriter() override {
-    if (!upload_id_.empty() && !committed_) {
-      (void)store_->client->AbortMultipartUpload(bucket_, key_, upload_id_);  // best effort
-    }
-  }
-
-  Status Write(ByteSpan data) override {
-    if (failed_) return Status(Code::kFailedPrecondition, "writer failed earlier");
-    if (written_ + data.size() > store::kMaxObjectBytes) {
-      return Fail(
-          StoreErr(Code::kResourceExhausted, StoreError::kEntityTooLarge, "object exceeds 5 TiB"));
-    }
-    sha_.Update(data);
-    md5_.Update(data);
-    written_ += data.size();
-    buf_.insert(buf_.end(), data.begin(), data.end());
-    const uint64_t part = std::max<uint64_t>(store_->options.part_bytes, store::kMinPartBytes);
-    if (upload_id_.empty() && buf_.size() > store_->options.multipart_threshold) {
-      auto id = store_->client->CreateMultipartUpload(
-          bucket_, key_, ToClientOptions(options_, options_.expected_sha256));
-      if (!id.ok()) return Fail(ToStoreStatus(id.status()));
-      upload_id_ = *id;
-    }
-    // Keep at least one byte back so the last part is never empty.
-    while (!upload_id_.empty() && buf_.size() > part) {
-      KVCS_RETURN_IF_ERROR(SendPart(ByteSpan(buf_.data(), part)));
-      buf_.erase(buf_.begin(), buf_.begin() + static_cast<ptrdiff_t>(part));
-    }
-    return Status::Ok();
-  }
-
-  Result<store::ObjectMeta> Commit() override {
-    if (failed_ || committed_) return Status(Code::kFailedPrecondition, "writer not usable");
-    if (options_.expected_size && *options_.expected_size != written_) {
-      return Fail(StoreErr(Code::kInvalidArgument, StoreError::kIncompleteBody,
-                           "wrote " + std::to_string(written_) + " bytes, declared " +
-                               std::to_string(*options_.expected_size)));
-    }
-    const Digest sha = sha_.Finish();
-    const store::Md5 md5 = md5_.Finish();
-    if (options_.expected_sha256 && *options_.expected_sha256 != sha) {
-      return Fail(StoreErr(Code::kCorruption, StoreError::kSha256Mismatch,
-                           "body does not match x-amz-content-sha256"));
-    }
-    if (options_.expected_md5 && *options_.expected_md5 != md5) {
-      return Fail(
-          StoreErr(Code::kCorruption, StoreError::kBadDigest, "body does not match Content-MD5"));
-    }
-    store::ObjectMeta m;
-    m.key = key_;
-    m.size = written_;
-    m.content_type = options_.content_type.empty() ? "binary/octet-stream" : options_.content_type;
-    m.content_encoding = options_.content_encoding;
-    m.content_disposition = options_.content_disposition;
-    m.cache_control = options_.cache_control;
-    for (const auto& kv : options_.user_meta) {
-      if (kv.first != kSha256MetaName) m.user_meta.push_back(kv);
-    }
-    std::sort(m.user_meta.begin(), m.user_meta.end());
-    if (upload_id_.empty()) {
-      auto etag =
-          store_->client->PutObject(bucket_, key_, buf_, ToClientOptions(options_, sha), md5);
-      if (!etag.ok()) return Fail(ToStoreStatus(etag.status()));
-      m.etag = *etag;
-      m.sha256 = sha;
-    } else {
-      KVCS_RETURN_IF_ERROR(SendPart(buf_));
-      auto etag = store_->client->CompleteMultipartUpload(bucket_, key_, upload_id_, parts_);
-      if (!etag.ok()) return Fail(ToStoreStatus(etag.status()));
-      committed_ = true;  // the upload is consumed: never abort it now
-      m.etag = *etag;
-      if (m.etag.empty()) m.etag = store::MultipartEtag(part_md5s_);
-      m.parts_count = static_cast<int>(parts_.size());
-      m.sha256 = options_.expected_sha256;  // stored only when known at CreateMultipart
-    }
-    committed_ = true;
-    buf_.clear();
-    buf_.shrink_to_fit();
-    m.last_modified_ms = NowMs();
-    return m;
-  }
-
-  uint64_t bytes_written() const override { return written_; }
-
- private:
-  Status Fail(Status s) {
-    failed_ = true;
-    if (!upload_id_.empty()) {
-      (void)store_->client->AbortMultipartUpload(bucket_, key_, upload_id_);
-      upload_id_.clear();
-    }
-    return s;
-  }
-  Status SendPart(ByteSpan data) {
-    const int n = static_cast<int>(parts_.size()) + 1;
-    if (n > store::kMaxPartNumber) {
-      return Fail(StoreErr(Code::kResourceExhausted, StoreError::kEntityTooLarge,
-                           "object needs more than 10,000 parts; raise part_bytes"));
-    }
-    store::Md5Hasher h;
-    h.Update(data);
-    const store::Md5 md5 = h.Finish();
-    auto etag = store_->client->UploadPart(bucket_, key_, upload_id_, n, data, md5);
-    if (!etag.ok()) return Fail(ToStoreStatus(etag.status()));
-    parts_.push_back({n, *etag});
-    part_md5s_.push_back(md5);
-    return Status::Ok();
-  }
-
-  S3BackendStore::Impl* store_;
-  std::string bucket_, key_;
-  store::PutOptions options_;
-  Bytes buf_;
-  Sha256 sha_;
-  store::Md5Hasher md5_;
-  uint64_t written_ = 0;
-  std::string upload_id_;
-  std::vector<CompletedPart> parts_;
-  std::vector<store::Md5> part_md5s_;
-  bool committed_ = false;
-  bool failed_ = false;
-};
-
-// One part of a front-end multipart upload: buffered, then one UploadPart at Commit.
-class PartWriter final : public store::ObjectWriter {
- public:
-  PartWriter(S3Client* client, std::string bucket, std::string key, std::string upload_id,
-             int part_number, store::PutOptions options)
-      : client_(client),
-        bucket_(std::move(bucket)),
-        key_(std::move(key)),
-        upload_id_(std::move(upload_id)),
-        part_number_(part_number),
-        options_(std::move(options)) {}
-
-  Status Write(ByteSpan data) override {
-    if (buf_.size() + data.size() > kMaxBufferedPartBytes) {
-      return StoreErr(Code::kResourceExhausted, StoreError::kEntityTooLarge,
-                      "S3 backend buffers parts up to 128 MiB; use smaller parts");
-    }
-    buf_.insert(buf_.end(), data.begin(), data.end());
-    return Status::Ok();
-  }
-
-  Result<store::ObjectMeta> Commit() override {
-    if (options_.expected_size && *options_.expected_size != buf_.size()) {
-      return StoreErr(Code::kInvalidArgument, StoreError::kIncompleteBody,
-                      "part shorter or longer than declared");
-    }
-    store::Md5Hasher h;
-    h.Update(buf_);
-    const store::Md5 md5 = h.Finish();
-    if (options_.expected_md5 && *options_.expected_md5 != md5) {
-      return StoreErr(Code::kCorruption, StoreError::kBadDigest, "part does not match Content-MD5");
-    }
-    if (options_.expected_sha256 && *options_.expected_sha256 != Sha256::Hash(buf_)) {
-      return StoreErr(Code::kCorruption, StoreError::kSha256Mismatch,
-                      "part does not match x-amz-content-sha256");
-    }
-    auto etag = client_->UploadPart(bucket_, key_, upload_id_, part_number_, buf_, md5);
-    if (!etag.ok()) return ToStoreStatus(etag.status());
-    store::ObjectMeta m;
-    m.key = key_;
-    m.size = buf_.size();
-    m.etag = *etag;
-    m.last_modified_ms = NowMs();
-    return m;
-  }
-
-  uint64_t bytes_written() const override { return buf_.size(); }
-
- private:
-  S3Client* client_;
-  std::string bucket_, key_, upload_id_;
-  int part_number_;
-  store::PutOptions options_;
-  Bytes buf_;
-};
-
-}  // namespace
-
 S3BackendStore::S3BackendStore(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 S3BackendStore::~S3BackendStore() = default;
 
@@ -501,7 +67,7 @@ Result<std::unique_ptr<S3BackendStore>> S3BackendStore::Open(S3BackendOptions op
   auto impl = std::make_unique<Impl>();
   KVCS_ASSIGN_OR_RETURN(impl->client, S3Client::Create(options.client));
   impl->options = std::move(options);
-  impl->read_ahead_left = static_cast<int64_t>(impl->options.read_ahead_budget);
+  impl->read_ahead = std::make_unique<ReadAheadBudget>(impl->options.read_ahead_budget);
   auto probe = impl->client->ListBuckets();
   if (!probe.ok()) {
     return Status(probe.status().code(),
@@ -573,8 +139,9 @@ Result<std::unique_ptr<store::ObjectWriter>> S3BackendStore::Put(std::string_vie
   if (options.expected_size && *options.expected_size > store::kMaxObjectBytes) {
     return StoreErr(Code::kResourceExhausted, StoreError::kEntityTooLarge, "object exceeds 5 TiB");
   }
-  return std::unique_ptr<store::ObjectWriter>(
-      new BackendWriter(impl_.get(), std::move(b), std::string(key), std::move(options)));
+  return std::unique_ptr<store::ObjectWriter>(new BackendWriter(
+      impl_->client.get(), impl_->options.part_bytes, impl_->options.multipart_threshold,
+      std::move(b), std::string(key), std::move(options)));
 }
 
 Result<std::shared_ptr<const store::ObjectReader>> S3BackendStore::Impl::OpenReader(
@@ -592,7 +159,8 @@ Result<std::shared_ptr<const store::ObjectReader>> S3BackendStore::Impl::OpenRea
     m = MetaFromHead(key, std::move(p->head));
   }
   return std::shared_ptr<const store::ObjectReader>(
-      std::make_shared<BackendReader>(this, bucket, std::move(m), std::move(prefix)));
+      std::make_shared<BackendReader>(client.get(), read_ahead.get(), options.read_ahead_factor,
+                                      bucket, std::move(m), std::move(prefix)));
 }
 
 Result<std::shared_ptr<const store::ObjectReader>> S3BackendStore::Open(std::string_view bucket,
@@ -813,8 +381,8 @@ Result<std::unique_ptr<store::ObjectWriter>> S3BackendStore::PutPart(std::string
                     "S3 backend buffers parts up to 128 MiB; use smaller parts");
   }
   return std::unique_ptr<store::ObjectWriter>(
-      new PartWriter(impl_->client.get(), std::move(b), std::string(key), std::string(upload_id),
-                     part_number, std::move(options)));
+      new BackendPartWriter(impl_->client.get(), std::move(b), std::string(key),
+                            std::string(upload_id), part_number, std::move(options)));
 }
 
 Result<std::vector<store::PartInfo>> S3BackendStore::ListParts(std::string_view bucket,

@@ -27,6 +27,12 @@
 // check Content-Range, length and ETag. The aggregated extension verifies each layer against the
 // KVSP container's layer digests, so a corrupt range is never delivered.
 //
+// Code: this class (bucket mapping, the store operations, ReadMany's coalescing) and its parts:
+// BackendReader (backend_reader.h: the pinned reader and its read-ahead), BackendWriter
+// (backend_writer.h: one PUT or a streamed multipart upload), BackendPartWriter
+// (backend_part_writer.h: one front-end part), and backend_mapping.h (errors, metadata and PUT
+// options between the client's types and the store's).
+//
 // Thread-safety: all methods are thread-safe (the client is). Writers: one thread at a time.
 #ifndef KVCS_S3CLIENT_BACKEND_STORE_H_
 #define KVCS_S3CLIENT_BACKEND_STORE_H_
@@ -37,13 +43,12 @@
 #include <string>
 #include <vector>
 
+#include "s3client/backend_mapping.h"  // kSha256MetaName, ToStoreStatus
 #include "s3client/s3_client.h"
 #include "store/object_store.h"
 
 namespace kvcs::s3client {
 
-// User-metadata name (after x-amz-meta-) that carries the object's SHA-256 in hex.
-inline constexpr char kSha256MetaName[] = "kvcs-sha256";
 // A multipart part written through PutPart is buffered before it is sent (S3 needs its length
 // and we sign its SHA-256); clients use 5–64 MiB parts; larger ones are refused (kEntityTooLarge).
 inline constexpr uint64_t kMaxBufferedPartBytes = 128ull << 20;
@@ -136,10 +141,6 @@ class S3BackendStore final : public store::ObjectStore {
   std::unique_ptr<Impl> impl_;
   std::atomic<uint64_t> coalesced_gets_{0};
 };
-
-// Maps a client Status to a store Status (StoreError detail; the Code is kept, so kUnavailable
-// still says "retrying may help").
-Status ToStoreStatus(const Status& client_status);
 
 }  // namespace kvcs::s3client
 

@@ -31,4 +31,12 @@ std::optional<ContentRange> ParseContentRange(std::string_view value) {
   return r;
 }
 
+std::string LowerAscii(std::string_view name) {
+  std::string out(name);
+  for (char& c : out) {
+    if (c >= 'A' && c <= 'Z') c = static_cast<char>(c + 32);
+  }
+  return out;
+}
+
 }  // namespace kvcs::s3client

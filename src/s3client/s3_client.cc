@@ -2,18 +2,9 @@
 
 #include "s3client/s3_client.h"
 
-#include <arpa/inet.h>
-#include <netinet/in.h>
-#include <netinet/tcp.h>
 #include <openssl/evp.h>
-#include <openssl/ssl.h>
-#include <openssl/x509_vfy.h>
-#include <sys/socket.h>
 
 #include <algorithm>
-#include <boost/beast/core.hpp>
-#include <boost/beast/http.hpp>
-#include <boost/beast/ssl.hpp>
 #include <charconv>
 #include <chrono>
 #include <condition_variable>
@@ -25,25 +16,15 @@
 #include "common/crypto.h"
 #include "common/hex.h"
 #include "s3/http_util.h"
+#include "s3client/connection_pool.h"
+#include "s3client/http_connection.h"
 #include "s3client/http_headers.h"
 
 namespace kvcs::s3client {
 namespace {
 
-namespace net = boost::asio;
-namespace beast = boost::beast;
-namespace http = beast::http;
-using tcp = net::ip::tcp;
-using Clock = std::chrono::steady_clock;
-using ErrorCode = boost::system::error_code;
-
-std::string Lower(std::string_view s) {
-  std::string out(s);
-  for (char& c : out) {
-    if (c >= 'A' && c <= 'Z') c = static_cast<char>(c + 32);
-  }
-  return out;
-}
+namespace http = boost::beast::http;
+using Clock = HttpConnection::Clock;
 
 std::string Base64(ByteSpan in) {
   std::string out(4 * ((in.size() + 2) / 3) + 1, '\0');
@@ -60,22 +41,6 @@ bool ParseNum(std::string_view s, T* out) {
   return ec == std::errc() && p == s.data() + s.size();
 }
 
-struct Response {
-  unsigned status = 0;
-  HeaderPairs headers;  // names lowercased
-  Bytes body;
-  std::string_view Header(std::string_view name) const {
-    for (const auto& [k, v] : headers) {
-      if (k == name) return v;
-    }
-    return {};
-  }
-  bool HasHeader(std::string_view name) const {
-    return std::any_of(headers.begin(), headers.end(),
-                       [&](const auto& kv) { return kv.first == name; });
-  }
-};
-
 // One logical request; signed afresh for every attempt.
 struct RequestSpec {
   http::verb verb = http::verb::get;
@@ -89,198 +54,6 @@ struct RequestSpec {
   std::string payload_hash;   // hex SHA-256 of body
 };
 
-ClientError FromAsio(const ErrorCode& ec) {
-  if (ec == beast::error::timeout) return ClientError::kTimeout;
-  if (ec == http::error::body_limit || ec == http::error::header_limit ||
-      ec == http::error::buffer_overflow) {
-    return ClientError::kResponseTooLarge;
-  }
-  if (ec.category() == http::make_error_code(http::error::bad_version).category() &&
-      ec != http::error::end_of_stream && ec != http::error::partial_message) {
-    return ClientError::kProtocol;
-  }
-  return ClientError::kConnectionLost;
-}
-
-bool IsIpLiteral(const std::string& host) {
-  unsigned char buf[sizeof(in6_addr)];
-  return ::inet_pton(AF_INET, host.c_str(), buf) == 1 ||
-         ::inet_pton(AF_INET6, host.c_str(), buf) == 1;
-}
-
-// The TLS client context every https connection of one client shares (configured once in
-// S3Client::Create, read-only afterwards, so concurrent handshakes may use it).
-Result<std::unique_ptr<net::ssl::context>> MakeTlsContext(const ClientOptions& o) {
-  auto ctx = std::make_unique<net::ssl::context>(net::ssl::context::tls_client);
-  ErrorCode ec;
-  ctx->set_options(net::ssl::context::default_workarounds | net::ssl::context::no_sslv2 |
-                       net::ssl::context::no_sslv3 | net::ssl::context::no_tlsv1 |
-                       net::ssl::context::no_tlsv1_1 | net::ssl::context::no_compression,
-                   ec);
-  if (ec || SSL_CTX_set_min_proto_version(ctx->native_handle(), TLS1_2_VERSION) != 1) {
-    return Status(Code::kInternal, "TLS: cannot require TLS 1.2 or later");
-  }
-  if (o.insecure) {
-    ctx->set_verify_mode(net::ssl::verify_none);
-    return ctx;
-  }
-  ctx->set_verify_mode(net::ssl::verify_peer);
-  if (!o.ca_file.empty()) {
-    ctx->load_verify_file(o.ca_file, ec);
-    if (ec) {
-      return InvalidArgument("S3 ca_file '" + o.ca_file +
-                             "' is not a readable PEM certificate file: " + ec.message());
-    }
-  } else {
-    ctx->set_default_verify_paths(ec);
-    if (ec)
-      return Status(Code::kUnavailable, "TLS: cannot load the system trust store: " + ec.message());
-  }
-  return ctx;
-}
-
-// What a failed TLS handshake says: a typed kTlsCertificate naming the verification failure and
-// the way out when the certificate was refused (only when verifying: OpenSSL records a verify
-// result even with verification off), kTlsHandshake when TLS itself failed (version, cipher, a
-// peer that does not speak TLS), and a retried kConnect/kTimeout when the connection broke
-// (including an EOF mid-handshake, a server going down).
-Status HandshakeError(const ErrorCode& ec, SSL* ssl, const std::string& host, bool verify,
-                      bool custom_ca) {
-  if (ec == beast::error::timeout)
-    return ClientStatus(ClientError::kTimeout, "TLS handshake: timed out");
-  const long result = SSL_get_verify_result(ssl);
-  if (verify && result != X509_V_OK) {
-    return ClientStatus(
-        ClientError::kTlsCertificate,
-        "TLS certificate verification failed for '" + host +
-            "': " + X509_verify_cert_error_string(result) +
-            (custom_ca ? " (checked against ca_file)"
-                       : " (checked against the system trust store)") +
-            "; pass ca_file with the CA that signed the server's certificate (or the self-signed "
-            "certificate itself), connect by a name the certificate lists, or, for development "
-            "only, set insecure");
-  }
-  if (ec.category() == net::error::get_ssl_category()) {
-    return ClientStatus(ClientError::kTlsHandshake,
-                        "TLS handshake with '" + host + "' failed: " + ec.message() +
-                            " (is the endpoint really https, and does it speak TLS 1.2+?)");
-  }
-  if (ec == net::ssl::error::stream_truncated) {
-    return ClientStatus(ClientError::kConnect,
-                        "TLS handshake with '" + host +
-                            "': the server closed the connection (is the endpoint really https?)");
-  }
-  return ClientStatus(ClientError::kConnect, "TLS handshake with '" + host + "': " + ec.message());
-}
-
-// One keep-alive socket with its own io_context: each blocking call runs the io_context until
-// the single operation it started completes or the socket's expiry fires. With `tls`, the
-// socket carries a TLS session (handshake in Connect).
-class Connection {
- public:
-  explicit Connection(net::ssl::context* tls) : stream_(ioc_) {
-    if (tls != nullptr) tls_.emplace(ioc_, *tls);
-  }
-
-  Status Connect(const tcp::resolver::results_type& endpoints, const std::string& host, bool verify,
-                 bool custom_ca, Clock::time_point deadline) {
-    ErrorCode ec = Run(deadline, [&](auto handler) { tcp().async_connect(endpoints, handler); });
-    if (ec) {
-      return ClientStatus(
-          ec == beast::error::timeout ? ClientError::kTimeout : ClientError::kConnect,
-          "connect: " + ec.message());
-    }
-    tcp().socket().set_option(tcp::no_delay(true), ec);
-    if (!tls_) return Status::Ok();
-    SSL* ssl = tls_->native_handle();
-    const bool ip = IsIpLiteral(host);
-    // SNI carries names only (RFC 6066 §3).
-    if (!ip && SSL_set_tlsext_host_name(ssl, host.c_str()) != 1) {
-      return ClientStatus(ClientError::kTlsHandshake, "TLS: cannot set SNI '" + host + "'");
-    }
-    if (verify) {
-      // OpenSSL checks the name (SAN dNSName, wildcards in the leftmost label only) or the
-      // address (SAN iPAddress) during the handshake; a mismatch fails it.
-      int ok = ip ? X509_VERIFY_PARAM_set1_ip_asc(SSL_get0_param(ssl), host.c_str())
-                  : SSL_set1_host(ssl, host.c_str());
-      if (ok != 1) {
-        return ClientStatus(ClientError::kTlsHandshake, "TLS: cannot verify host '" + host + "'");
-      }
-      SSL_set_hostflags(ssl, X509_CHECK_FLAG_NO_PARTIAL_WILDCARDS);
-    }
-    ec = Run(deadline,
-             [&](auto handler) { tls_->async_handshake(net::ssl::stream_base::client, handler); });
-    if (ec) return HandshakeError(ec, ssl, host, verify, custom_ca);
-    return Status::Ok();
-  }
-
-  // Sends `req` and reads one response. On any error the connection must be discarded.
-  Status Exchange(http::request<http::buffer_body>& req, bool head, size_t body_limit,
-                  Clock::time_point deadline, Response* out) {
-    if (tls_) return ExchangeOn(*tls_, req, head, body_limit, deadline, out);
-    return ExchangeOn(stream_, req, head, body_limit, deadline, out);
-  }
-
-  bool reusable() const { return reusable_; }
-
- private:
-  beast::tcp_stream& tcp() { return tls_ ? beast::get_lowest_layer(*tls_) : stream_; }
-
-  template <typename Stream>
-  Status ExchangeOn(Stream& stream, http::request<http::buffer_body>& req, bool head,
-                    size_t body_limit, Clock::time_point deadline, Response* out) {
-    ErrorCode ec = Run(deadline, [&](auto handler) { http::async_write(stream, req, handler); });
-    if (ec) return ClientStatus(FromAsio(ec), "send: " + ec.message());
-    QuickAck();
-    http::response_parser<http::vector_body<uint8_t>> parser;
-    parser.header_limit(static_cast<uint32_t>(kMaxResponseHeaderBytes));
-    parser.body_limit(body_limit);
-    if (head) parser.skip(true);
-    ec = Run(deadline, [&](auto handler) { http::async_read(stream, buffer_, parser, handler); });
-    if (ec) return ClientStatus(FromAsio(ec), "receive: " + ec.message());
-    auto msg = parser.release();
-    out->status = msg.result_int();
-    for (const auto& f : msg) {
-      auto n = f.name_string();
-      auto v = f.value();
-      out->headers.emplace_back(Lower(std::string_view(n.data(), n.size())),
-                                std::string(v.data(), v.size()));
-    }
-    out->body = std::move(msg.body());
-    reusable_ = msg.keep_alive();
-    return Status::Ok();
-  }
-
-  // Acknowledge the response's first segment at once instead of after the delayed-ACK timer
-  // (40 ms on Linux). Servers that write the header block and a small body separately with
-  // Nagle on (radosgw's beast frontend does) hold the body until that ACK: measured on radosgw
-  // 16.2, a 4 KiB range GET took 48 ms without this and 5 ms for 64 KiB. The kernel leaves
-  // quick-ACK mode on its own, so it is set again for every response. Best effort.
-  void QuickAck() {
-#ifdef TCP_QUICKACK
-    int one = 1;
-    (void)::setsockopt(tcp().socket().native_handle(), IPPROTO_TCP, TCP_QUICKACK, &one,
-                       sizeof(one));
-#endif
-  }
-
-  template <typename Start>
-  ErrorCode Run(Clock::time_point deadline, Start start) {
-    ErrorCode result = net::error::would_block;
-    tcp().expires_at(deadline);
-    start([&result](ErrorCode ec, auto&&...) { result = ec; });
-    ioc_.restart();
-    ioc_.run();
-    return result;
-  }
-
-  net::io_context ioc_{1};
-  beast::tcp_stream stream_;  // plain http; unused (never opened) with TLS
-  std::optional<beast::ssl_stream<beast::tcp_stream>> tls_;
-  beast::flat_buffer buffer_;
-  bool reusable_ = false;
-};
-
 double Uniform01() {
   thread_local std::mt19937_64 rng{std::random_device{}()};
   return std::uniform_real_distribution<double>(0.0, 1.0)(rng);
@@ -291,11 +64,11 @@ void AddPutOptions(const PutObjectOptions& o, HeaderPairs* h) {
   if (!o.content_encoding.empty()) h->emplace_back("content-encoding", o.content_encoding);
   if (!o.content_disposition.empty()) h->emplace_back("content-disposition", o.content_disposition);
   if (!o.cache_control.empty()) h->emplace_back("cache-control", o.cache_control);
-  for (const auto& [k, v] : o.user_meta) h->emplace_back("x-amz-meta-" + Lower(k), v);
+  for (const auto& [k, v] : o.user_meta) h->emplace_back("x-amz-meta-" + LowerAscii(k), v);
 }
 
 // The representation headers HEAD and GET share (size left to the caller).
-ObjectHead HeadFromResponse(const Response& r) {
+ObjectHead HeadFromResponse(const HttpResponse& r) {
   ObjectHead h;
   h.etag = StripQuotes(r.Header("etag"));
   h.content_type = std::string(r.Header("content-type"));
@@ -356,16 +129,8 @@ Result<Endpoint> ParseEndpoint(std::string_view url) {
 
 struct S3Client::Impl {
   ClientOptions options;
-  Endpoint endpoint;
   std::string host_header;
-  tcp::resolver::results_type endpoints;
-  std::unique_ptr<net::ssl::context> tls;  // https endpoints only
-
-  // Connection pool.
-  std::mutex pool_mu;
-  std::condition_variable pool_cv;
-  std::vector<std::unique_ptr<Connection>> idle;
-  int open_connections = 0;
+  std::unique_ptr<ConnectionPool> pool;
 
   // ParallelGet workers.
   std::mutex work_mu;
@@ -374,7 +139,7 @@ struct S3Client::Impl {
   bool stopping = false;
   std::vector<std::thread> workers;
 
-  std::atomic<uint64_t> requests{0}, attempts{0}, retries{0}, connections{0};
+  std::atomic<uint64_t> requests{0}, attempts{0}, retries{0};
 
   ~Impl() {
     {
@@ -399,55 +164,7 @@ struct S3Client::Impl {
     }
   }
 
-  Result<std::unique_ptr<Connection>> Acquire(Clock::time_point deadline) {
-    {
-      std::unique_lock lock(pool_mu);
-      if (!pool_cv.wait_until(lock, deadline, [&] {
-            return !idle.empty() || open_connections < options.max_connections;
-          })) {
-        return ClientStatus(ClientError::kTimeout, "no free connection before the deadline");
-      }
-      if (!idle.empty()) {
-        auto c = std::move(idle.back());
-        idle.pop_back();
-        return c;
-      }
-      ++open_connections;
-    }
-    auto c = std::make_unique<Connection>(tls.get());
-    Status s =
-        c->Connect(endpoints, endpoint.host, !options.insecure, !options.ca_file.empty(), deadline);
-    if (!s.ok()) {
-      Discard(nullptr);
-      return s;
-    }
-    connections.fetch_add(1, std::memory_order_relaxed);
-    return c;
-  }
-
-  void Release(std::unique_ptr<Connection> c) {
-    {
-      std::lock_guard lock(pool_mu);
-      idle.push_back(std::move(c));
-    }
-    pool_cv.notify_one();
-  }
-
-  // Drops a broken connection and, because a server that broke one has usually closed all of
-  // them (restart, overload), every idle one too.
-  void Discard(std::unique_ptr<Connection> broken) {
-    std::vector<std::unique_ptr<Connection>> dropped;
-    {
-      std::lock_guard lock(pool_mu);
-      open_connections -= static_cast<int>(idle.size()) + 1;
-      dropped.swap(idle);
-    }
-    broken.reset();
-    dropped.clear();
-    pool_cv.notify_all();
-  }
-
-  Result<Response> Attempt(const RequestSpec& spec, Clock::time_point deadline) {
+  Result<HttpResponse> Attempt(const RequestSpec& spec, Clock::time_point deadline) {
     SignableRequest sreq;
     auto verb_name = http::to_string(spec.verb);
     sreq.method = std::string(verb_name.data(), verb_name.size());
@@ -469,24 +186,24 @@ struct S3Client::Impl {
     req.body().size = spec.body.size();
     req.body().more = false;
 
-    KVCS_ASSIGN_OR_RETURN(std::unique_ptr<Connection> conn, Acquire(deadline));
-    Response res;
+    KVCS_ASSIGN_OR_RETURN(std::unique_ptr<HttpConnection> conn, pool->Acquire(deadline));
+    HttpResponse res;
     Status s = conn->Exchange(req, spec.verb == http::verb::head,
                               std::max(spec.body_limit, size_t{64} << 10), deadline, &res);
     if (!s.ok()) {
-      Discard(std::move(conn));
+      pool->Discard(std::move(conn));
       return s;
     }
     // A server answering 5xx may be going down; do not keep its socket.
     if (conn->reusable() && res.status < 500) {
-      Release(std::move(conn));
+      pool->Release(std::move(conn));
     } else {
-      Discard(std::move(conn));
+      pool->Discard(std::move(conn));
     }
     return res;
   }
 
-  Result<Response> Execute(const RequestSpec& spec) {
+  Result<HttpResponse> Execute(const RequestSpec& spec) {
     requests.fetch_add(1, std::memory_order_relaxed);
     const RetryPolicy& rp = options.retry;
     const Clock::time_point deadline = Clock::now() + rp.total_deadline;
@@ -508,7 +225,7 @@ struct S3Client::Impl {
       attempts.fetch_add(1, std::memory_order_relaxed);
       const Clock::time_point attempt_deadline =
           std::min(deadline, Clock::now() + rp.attempt_timeout);
-      Result<Response> r = Attempt(spec, attempt_deadline);
+      Result<HttpResponse> r = Attempt(spec, attempt_deadline);
       if (!r.ok()) {
         last = r.status();
         if (!IsRetryable(static_cast<ClientError>(last.detail()))) {
@@ -623,23 +340,16 @@ Result<std::unique_ptr<S3Client>> S3Client::Create(ClientOptions options) {
     };
   }
   auto impl = std::make_unique<Impl>();
-  impl->endpoint = ep;
-  if (ep.tls) {
-    KVCS_ASSIGN_OR_RETURN(impl->tls, MakeTlsContext(options));
-  }
   const uint16_t default_port = ep.tls ? 443 : 80;
   impl->host_header = (ep.host.find(':') != std::string::npos ? "[" + ep.host + "]" : ep.host) +
                       (ep.port == default_port ? "" : ":" + std::to_string(ep.port));
-  {
-    net::io_context ioc;
-    tcp::resolver resolver(ioc);
-    ErrorCode ec;
-    impl->endpoints = resolver.resolve(ep.host, std::to_string(ep.port), ec);
-    if (ec) {
-      return ClientStatus(ClientError::kConnect,
-                          "cannot resolve S3 endpoint " + ep.host + ": " + ec.message());
-    }
-  }
+  KVCS_ASSIGN_OR_RETURN(impl->pool,
+                        ConnectionPool::Create({.host = ep.host,
+                                                .port = ep.port,
+                                                .tls = ep.tls,
+                                                .ca_file = options.ca_file,
+                                                .insecure = options.insecure,
+                                                .max_connections = options.max_connections}));
   impl->options = std::move(options);
   for (int i = 0; i < impl->options.parallel_gets; ++i) {
     impl->workers.emplace_back([p = impl.get()] { p->WorkerLoop(); });
@@ -654,7 +364,7 @@ ClientStats S3Client::stats() const {
   s.requests = impl_->requests.load(std::memory_order_relaxed);
   s.attempts = impl_->attempts.load(std::memory_order_relaxed);
   s.retries = impl_->retries.load(std::memory_order_relaxed);
-  s.connections = impl_->connections.load(std::memory_order_relaxed);
+  s.connections = impl_->pool->opened();
   return s;
 }
 
@@ -677,13 +387,13 @@ Status S3Client::HeadBucket(std::string_view bucket) {
 }
 
 Result<std::vector<BucketEntry>> S3Client::ListBuckets() {
-  KVCS_ASSIGN_OR_RETURN(Response r, impl_->Execute(impl_->Spec(http::verb::get, "/")));
+  KVCS_ASSIGN_OR_RETURN(HttpResponse r, impl_->Execute(impl_->Spec(http::verb::get, "/")));
   return ParseListBuckets(AsStringView(r.body));
 }
 
 Result<ObjectHead> S3Client::HeadObject(std::string_view bucket, std::string_view key) {
   KVCS_ASSIGN_OR_RETURN(
-      Response r, impl_->Execute(impl_->Spec(http::verb::head, Impl::ObjectPath(bucket, key))));
+      HttpResponse r, impl_->Execute(impl_->Spec(http::verb::head, Impl::ObjectPath(bucket, key))));
   ObjectHead h = HeadFromResponse(r);
   if (!ParseNum(r.Header("content-length"), &h.size)) {
     return ClientStatus(ClientError::kProtocol, "HEAD without a valid Content-Length");
@@ -745,7 +455,7 @@ Result<size_t> S3Client::GetRange(std::string_view bucket, std::string_view key,
 Result<Bytes> S3Client::GetObject(std::string_view bucket, std::string_view key, size_t max_bytes) {
   RequestSpec s = impl_->Spec(http::verb::get, Impl::ObjectPath(bucket, key));
   s.body_limit = max_bytes;
-  KVCS_ASSIGN_OR_RETURN(Response r, impl_->Execute(s));
+  KVCS_ASSIGN_OR_RETURN(HttpResponse r, impl_->Execute(s));
   return std::move(r.body);
 }
 
@@ -759,7 +469,7 @@ Result<std::string> S3Client::PutObject(std::string_view bucket, std::string_vie
   Impl::SetBody(&s, body);
   AddPutOptions(options, &s.headers);
   if (content_md5) s.headers.emplace_back("content-md5", Base64(*content_md5));
-  KVCS_ASSIGN_OR_RETURN(Response r, impl_->Execute(s));
+  KVCS_ASSIGN_OR_RETURN(HttpResponse r, impl_->Execute(s));
   return StripQuotes(r.Header("etag"));
 }
 
@@ -778,7 +488,7 @@ Result<CopyResult> S3Client::CopyObject(std::string_view src_bucket, std::string
     AddPutOptions(*replace, &s.headers);
   }
   s.error_in_200 = true;
-  KVCS_ASSIGN_OR_RETURN(Response r, impl_->Execute(s));
+  KVCS_ASSIGN_OR_RETURN(HttpResponse r, impl_->Execute(s));
   return ParseCopyObject(AsStringView(r.body));
 }
 
@@ -795,7 +505,7 @@ Result<ListObjectsPage> S3Client::ListObjectsV2(std::string_view bucket, std::st
   if (!continuation_token.empty()) {
     s.query.emplace_back("continuation-token", std::string(continuation_token));
   }
-  KVCS_ASSIGN_OR_RETURN(Response r, impl_->Execute(s));
+  KVCS_ASSIGN_OR_RETURN(HttpResponse r, impl_->Execute(s));
   return ParseListObjectsV2(AsStringView(r.body));
 }
 
@@ -804,7 +514,7 @@ Result<std::string> S3Client::CreateMultipartUpload(std::string_view bucket, std
   RequestSpec s = impl_->Spec(http::verb::post, Impl::ObjectPath(bucket, key));
   s.query.emplace_back("uploads", "");
   AddPutOptions(options, &s.headers);
-  KVCS_ASSIGN_OR_RETURN(Response r, impl_->Execute(s));
+  KVCS_ASSIGN_OR_RETURN(HttpResponse r, impl_->Execute(s));
   return ParseInitiateMultipart(AsStringView(r.body));
 }
 
@@ -819,7 +529,7 @@ Result<std::string> S3Client::UploadPart(std::string_view bucket, std::string_vi
   s.query.emplace_back("uploadId", std::string(upload_id));
   Impl::SetBody(&s, body);
   if (content_md5) s.headers.emplace_back("content-md5", Base64(*content_md5));
-  KVCS_ASSIGN_OR_RETURN(Response r, impl_->Execute(s));
+  KVCS_ASSIGN_OR_RETURN(HttpResponse r, impl_->Execute(s));
   return StripQuotes(r.Header("etag"));
 }
 
@@ -837,7 +547,7 @@ Result<std::string> S3Client::CompleteMultipartUpload(std::string_view bucket, s
   Impl::SetBody(&s, AsBytes(xml));
   s.headers.emplace_back("content-type", "application/xml");
   s.error_in_200 = true;
-  KVCS_ASSIGN_OR_RETURN(Response r, impl_->Execute(s));
+  KVCS_ASSIGN_OR_RETURN(HttpResponse r, impl_->Execute(s));
   return ParseCompleteMultipart(AsStringView(r.body));
 }
 
@@ -856,7 +566,7 @@ Result<ListPartsPage> S3Client::ListParts(std::string_view bucket, std::string_v
   if (part_number_marker > 0) {
     s.query.emplace_back("part-number-marker", std::to_string(part_number_marker));
   }
-  KVCS_ASSIGN_OR_RETURN(Response r, impl_->Execute(s));
+  KVCS_ASSIGN_OR_RETURN(HttpResponse r, impl_->Execute(s));
   return ParseListParts(AsStringView(r.body));
 }
 
@@ -872,7 +582,7 @@ Result<ListUploadsPage> S3Client::ListMultipartUploads(std::string_view bucket,
   if (!upload_id_marker.empty()) {
     s.query.emplace_back("upload-id-marker", std::string(upload_id_marker));
   }
-  KVCS_ASSIGN_OR_RETURN(Response r, impl_->Execute(s));
+  KVCS_ASSIGN_OR_RETURN(HttpResponse r, impl_->Execute(s));
   return ParseListUploads(AsStringView(r.body));
 }
 

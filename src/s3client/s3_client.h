@@ -7,12 +7,14 @@
 // ParallelGet and ForEachParallel, many requests with bounded concurrency on the client's own
 // worker threads.
 //
-// Connections: a keep-alive pool (at most options.max_connections sockets; callers beyond that
-// wait for one to be returned). Each connection owns its io_context, so a blocking call drives
+// Connections: a keep-alive pool (ConnectionPool, connection_pool.h: at most
+// options.max_connections sockets; callers beyond that wait for one to be returned) of
+// HttpConnections (http_connection.h), each with its own io_context, so a blocking call drives
 // exactly one socket and timeouts are socket expiries (no extra timer threads). https endpoints
 // use TLS 1.2+ (OpenSSL) with SNI, and verify the server's certificate chain (system trust store,
 // or options.ca_file) and its name or address, unless options.insecure; a TLS connection is
-// pooled like a plain one (one handshake per pooled socket).
+// pooled like a plain one (one handshake per pooled socket). This class signs each attempt
+// (signer.h), runs the retry loop and turns responses into results.
 //
 // Failures (docs/protocols/s3-backend.md "Retry policy"): connection errors, timeouts, 5xx and
 // S3's SlowDown/RequestTimeout are retried with exponential backoff and jitter, at most

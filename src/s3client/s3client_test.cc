@@ -66,6 +66,31 @@ TEST(Signer, ServerVerifierAcceptsAndRejects) {
   EXPECT_FALSE(s3::VerifySigV4(in2, secrets, 1700000000).ok());
 }
 
+// A header value with inner runs of spaces: the signer signs it in the same canonical form the
+// server's verifier rebuilds (trimmed, runs collapsed), whether the value arrives as sent or with
+// its runs already collapsed by a proxy; another value is refused.
+TEST(Signer, InnerSpacesInAHeaderValueVerify) {
+  Credentials c{"AKID", "secret", "us-east-1"};
+  SignableRequest r;
+  r.method = "PUT";
+  r.path = "/bucket/key";
+  r.headers = {{"host", "127.0.0.1:8000"}, {"x-amz-meta-a", "  \"a   b    c\" "}};
+  Sign(c, 1700000000, s3::kEmptySha256Hex, &r);
+  const std::map<std::string, std::string> secrets = {{"AKID", "secret"}};
+  s3::SigV4Input in{r.method, r.path, &r.query, &r.headers};
+  auto ok = s3::VerifySigV4(in, secrets, 1700000000);
+  EXPECT_TRUE(ok.ok()) << ok.status().ToString();
+  s3::HeaderPairs collapsed = r.headers;  // what a proxy that normalizes whitespace forwards
+  collapsed[1].second = "\"a b c\"";
+  s3::SigV4Input in2{r.method, r.path, &r.query, &collapsed};
+  auto ok2 = s3::VerifySigV4(in2, secrets, 1700000000);
+  EXPECT_TRUE(ok2.ok()) << ok2.status().ToString();
+  s3::HeaderPairs other = r.headers;
+  other[1].second = "\"abc\"";
+  s3::SigV4Input in3{r.method, r.path, &r.query, &other};
+  EXPECT_FALSE(s3::VerifySigV4(in3, secrets, 1700000000).ok());
+}
+
 TEST(Endpoint, Parse) {
   auto a = ParseEndpoint("http://127.0.0.1:8000/");
   ASSERT_TRUE(a.ok());
@@ -685,6 +710,25 @@ TEST(Https, RoundTripWithCaFile) {
   ClientOptions o = LiveOptions(srv, "https://127.0.0.1");
   o.ca_file = srv.ca_file();
   RoundTrip(o);
+}
+
+// End to end over 127.0.0.1: the client signs a PUT whose user metadata has inner runs of
+// spaces, the S3 server `kvcs store` runs verifies it, and HEAD returns the value.
+TEST(Signer, InnerSpacesVerifyOnALiveServer) {
+  LiveServer srv(false);
+  auto created = S3Client::Create(LiveOptions(srv, "http://127.0.0.1"));
+  ASSERT_TRUE(created.ok()) << created.status().ToString();
+  S3Client& c = **created;
+  ASSERT_TRUE(c.CreateBucket("sig").ok());
+  PutObjectOptions o;
+  o.user_meta = {{"a", "\"a   b    c\""}};
+  auto etag = c.PutObject("sig", "obj", AsBytes(std::string_view("x")), o);
+  ASSERT_TRUE(etag.ok()) << etag.status().ToString();
+  auto head = c.HeadObject("sig", "obj");
+  ASSERT_TRUE(head.ok()) << head.status().ToString();
+  ASSERT_EQ(head->user_meta.size(), 1u);
+  EXPECT_EQ(head->user_meta[0].first, "a");
+  EXPECT_EQ(head->user_meta[0].second, "\"a   b    c\"");
 }
 
 // The self-signed certificate is not in the system store: a typed, non-retried certificate

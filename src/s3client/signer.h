@@ -1,10 +1,12 @@
 // SigV4 request signing for the S3 client: composes the s3 module's canonical-request building
-// blocks (s3/sigv4.h: CanonicalQueryString, CanonicalRequest, StringToSign, SigningKey, SignHex),
-// so the server's verifier and this signer share one canonical-request implementation.
+// blocks (s3/sigv4.h: BuildCanonicalHeaders, CanonicalQueryString, CanonicalRequest, StringToSign,
+// SigningKey, SignHex), so the server's verifier and this signer share one canonical-request
+// implementation.
 //
 // Pure logic: the request is passed in as decoded parts and the current time as an argument.
-// Every header present when Sign is called is signed (names lowercased and sorted, values
-// trimmed); the caller adds host and any content headers first. Thread-safe.
+// Every header present when Sign is called is signed (names lowercased and sorted, values in
+// s3::CanonicalHeaderValue's form: trimmed, inner runs of spaces collapsed, exactly as the server
+// verifies them); the caller adds host and any content headers first. Thread-safe.
 #ifndef KVCS_S3CLIENT_SIGNER_H_
 #define KVCS_S3CLIENT_SIGNER_H_
 

@@ -16,7 +16,7 @@ Result<CephEnv> LoadCephEnv() {
   if (dir == nullptr || *dir == '\0') {
     return Status(Code::kFailedPrecondition,
                   "KVCS_CEPH_DIR is not set: run these tests through ctest (the ceph_up fixture "
-                  "starts radosgw with shared/tools/ceph-up.sh)");
+                  "starts radosgw with scripts/ceph-fixture.sh)");
   }
   CephEnv env;
   env.dir = dir;
@@ -81,18 +81,14 @@ bool RgwAnswers(const CephEnv& env) {
 }
 
 Status StartRgw(const CephEnv& env, int timeout_s) {
-  // The same command ceph-up.sh runs.
-  std::string cmd = "cd '" + env.dir + "' && CEPH_CONF='" + env.dir +
-                    "/ceph.conf' radosgw -f -n client.rgw.a >> '" + env.dir +
-                    "/log/rgw.out' 2>&1 < /dev/null & echo $! > '" + env.dir + "/rgw.pid'";
-  if (std::system(cmd.c_str()) != 0) return IoError("could not start radosgw");
-  auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(timeout_s);
-  while (std::chrono::steady_clock::now() < deadline) {
-    if (RgwAnswers(env)) return Status::Ok();
-    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  // The fixture script starts radosgw the way `up` did and waits until it answers.
+  std::string cmd = "KVCS_CEPH_TIMEOUT=" + std::to_string(timeout_s) +
+                    " '" KVCS_CEPH_FIXTURE "' start-rgw '" + env.dir + "'";
+  if (std::system(cmd.c_str()) != 0) {
+    return Status(Code::kUnavailable, "restarting radosgw failed (its reason is above): " + cmd);
   }
-  return Status(Code::kUnavailable,
-                "radosgw did not answer within " + std::to_string(timeout_s) + " s after restart");
+  if (!RgwAnswers(env)) return Status(Code::kUnavailable, "radosgw started but does not answer");
+  return Status::Ok();
 }
 
 }  // namespace kvcs::ceph_test

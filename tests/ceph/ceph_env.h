@@ -1,6 +1,6 @@
-// The one-node Ceph radosgw that the CTest fixture (ceph_fixture.sh, shared/tools/ceph-up.sh)
-// started for these tests: where it listens, the credentials ceph-up.sh created, and how to kill
-// and restart radosgw for the fault tests. Not thread-safe (tests call it from their main thread).
+// The one-node Ceph radosgw that the CTest fixture (scripts/ceph-fixture.sh) started for these
+// tests: where it listens, the credentials the fixture created, and how to kill and restart
+// radosgw for the fault tests. Not thread-safe (tests call it from their main thread).
 //
 // The fixture passes KVCS_CEPH_DIR; the endpoint is read from $KVCS_CEPH_DIR/rgw.port. When it is
 // missing the tests FAIL (never skip): CI must not pass without a real radosgw.
@@ -15,7 +15,7 @@
 
 namespace kvcs::ceph_test {
 
-// Users created by ceph-up.sh (the ones Ceph's vstart.sh creates).
+// The main S3 test user scripts/ceph-fixture.sh creates (the one Ceph's vstart.sh creates).
 inline constexpr char kAccessKey[] = "0555b35654ad1656d804";
 inline constexpr char kSecretKey[] = "h7GhxuBLTrlhVUyxSPUKUV8r/2EI4ngqJxD7iBdBYLhwluN30JaT3Q==";
 
@@ -36,8 +36,8 @@ std::string UniqueBucket(const std::string& tag);
 
 // kill -9 radosgw (pid from $dir/rgw.pid) and wait until it is gone.
 Status KillRgw(const CephEnv& env);
-// Starts radosgw again (same command as ceph-up.sh) and waits, up to `timeout_s`, until
-// GET http://127.0.0.1:port/ answers.
+// Starts radosgw again (`scripts/ceph-fixture.sh start-rgw`, the fixture's own command) and waits,
+// up to `timeout_s`, until GET http://127.0.0.1:port/ answers.
 Status StartRgw(const CephEnv& env, int timeout_s = 60);
 // True when GET / answers (any HTTP status).
 bool RgwAnswers(const CephEnv& env);

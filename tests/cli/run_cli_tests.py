@@ -118,6 +118,21 @@ def test_help_of_every_subcommand(d):
     run(ok=False)
 
 
+def test_unknown_command_says_so(d):
+    # With or without --help, and after a top-level option: named as unknown, the commands
+    # listed, exit status 2 (a usage error) so that a script can tell.
+    for args in (["relay"], ["relay", "--help"], ["--log", "info", "relay", "--help"],
+                 ["relay", "-h", "--port", "1"]):
+        p = run(*args, ok=False)
+        check(p.returncode == 2, f"kvcs {' '.join(args)}: exit {p.returncode}, expected 2")
+        check("unknown command 'relay'" in p.stderr, f"kvcs {' '.join(args)}: {p.stderr!r}")
+        check("store" in p.stderr and "moq-pub" in p.stderr, "the commands are not listed")
+        check("Example" not in p.stdout, "top-level help printed for an unknown command")
+    # Known commands are unaffected, including after --log.
+    p = run("--log", "warn", "version")
+    check(p.returncode == 0, "kvcs --log warn version failed")
+
+
 def test_keys_spec_vector(d):
     desc = write(f"{d}/d.json", SPEC_DESCRIPTOR)
     toks = write(f"{d}/t.json", json.dumps(list(range(1000, 1040))))

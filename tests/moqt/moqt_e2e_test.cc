@@ -13,7 +13,9 @@
 #include "common/asio.h"
 #include "moqt/moqt_framer.h"
 #include "moqt_endpoint/moqt_endpoint.h"
-#include "quic/quic.h"
+#include "moqt_session/moqt_track_store.h"
+#include "quic/client.h"
+#include "quic/server.h"
 #include "quic/tls.h"
 
 namespace kvcs::moqt {

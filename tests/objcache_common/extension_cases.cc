@@ -12,6 +12,7 @@
 #include "common/hex.h"
 #include "kvsp/container.h"
 #include "objcache/aggregate_wire.h"
+#include "objcache/aggregated_put_handler.h"
 #include "objcache/block_layout.h"
 #include "s3/config.h"
 

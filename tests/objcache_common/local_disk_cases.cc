@@ -5,6 +5,7 @@
 
 #include "common/crypto.h"
 #include "extension_cases.h"
+#include "objcache/aggregated_put_handler.h"
 #include "objcache/block_layout.h"
 #include "store/local_store.h"
 

@@ -20,7 +20,8 @@
 
 #include "common/asio.h"
 #include "common/crypto.h"
-#include "quic/quic.h"
+#include "quic/client.h"
+#include "quic/server.h"
 #include "quic/tls.h"
 
 namespace kvcs::quic::test {

@@ -1,5 +1,5 @@
 // `kvcs demo` store part. See store_demo.h.
-#include "objcache/store_demo.h"
+#include "cli/store_demo.h"
 
 #include <cstdio>
 #include <cstdlib>
@@ -14,7 +14,24 @@
 #include "s3/server.h"
 #include "store/local_store.h"
 
-namespace kvcs::objcache {
+namespace kvcs::cli {
+
+using objcache::AggregatePutResult;
+using objcache::AggregateRequest;
+using objcache::AggregateStats;
+using objcache::BlockStatus;
+using objcache::Client;
+using objcache::ClientOptions;
+using objcache::DeliveredBlock;
+using objcache::DeliveredLayer;
+using objcache::kDefaultKvBucket;
+using objcache::MakeSyntheticCache;
+using objcache::MakeSyntheticContainer;
+using objcache::Service;
+using objcache::ServiceOptions;
+using objcache::SyntheticCache;
+using objcache::SyntheticLayerBytes;
+using objcache::SyntheticRequest;
 
 Status RunStoreDemo(const StoreDemoOptions& o, std::ostream& out) {
   namespace fs = std::filesystem;
@@ -163,4 +180,4 @@ Status RunStoreDemo(const StoreDemoOptions& o, std::ostream& out) {
   return Status::Ok();
 }
 
-}  // namespace kvcs::objcache
+}  // namespace kvcs::cli

@@ -1,13 +1,13 @@
-// End-to-end tests of the ObjectCache extension over real sockets on 127.0.0.1. The extension
-// cases themselves are written once in tests/objcache_common (run here on local disk and in
-// tests/ceph on radosgw); this file adds what is local-disk only: the `kvcs demo` store part.
+// The `kvcs demo` store part (src/cli/store_demo.h) end to end, in-process: a local store and the
+// S3 server with the ObjectCache extensions on 127.0.0.1. (The extension's own cases are in
+// tests/objcache_common; run_cli_tests.py drives the kvcs binary with --no-store.)
 #include <gtest/gtest.h>
 
 #include <sstream>
 
-#include "objcache/store_demo.h"
+#include "cli/store_demo.h"
 
-namespace kvcs::objcache {
+namespace kvcs::cli {
 namespace {
 
 // The `kvcs demo` store part runs end to end: one aggregated PUT, one aggregated GET of a
@@ -29,4 +29,4 @@ TEST(StoreDemo, RunsEndToEnd) {
 }
 
 }  // namespace
-}  // namespace kvcs::objcache
+}  // namespace kvcs::cli

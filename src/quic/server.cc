@@ -1,14 +1,21 @@
-// QuicServer and QuicClientSession: sockets, the receive pump, connection routing by CID,
-// Retry, connection limits and graceful shutdown.
+// QuicServer's implementation: the server socket and its receive pump, connection routing by
+// CID (every CID of every connection, kept in step with the CID callbacks), Retry, refusals
+// beyond the connection limit, and graceful shutdown.
+#include "quic/server.h"
+
 #include <gnutls/crypto.h>
 #include <ngtcp2/ngtcp2_crypto.h>
-#include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <unordered_map>
 
+#include "common/asio.h"
 #include "common/log.h"
+#include "quic/cid_key.h"
 #include "quic/connection.h"
+#include "quic/rx_pump.h"
+#include "quic/tls.h"
 
 namespace kvcs::quic {
 namespace {
@@ -18,9 +25,6 @@ using transport::CloseInfo;
 
 // Retry tokens older than this are refused (the client retries within one RTT).
 constexpr ngtcp2_duration kRetryTokenLifetime = 10 * NGTCP2_SECONDS;
-// recvmmsg batches handled per readiness wakeup before yielding to timers and other handlers.
-constexpr int kRxBatchesPerWakeup = 4;
-constexpr size_t kServerScidLen = 18;  // must match Connection's kScidLen
 
 uint64_t WallNs() {
   return static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(
@@ -28,124 +32,6 @@ uint64_t WallNs() {
                                    .count());
 }
 
-// Waits for socket readiness, receives batches, applies the loss shim (drop, or hold back a
-// copy until a deadline), and hands datagrams to `deliver`; `batch_done` runs after each batch.
-class RxPump {
- public:
-  using Deliver = std::function<void(const SockAddr&, const uint8_t*, size_t)>;
-  RxPump(asio::io_context& io, UdpSocket* sock, const LossShimConfig& shim, Deliver deliver,
-         std::function<void()> batch_done)
-      : io_(io),
-        sock_(sock),
-        desc_(io, dup(sock->fd())),
-        shim_(shim),
-        deliver_(std::move(deliver)),
-        batch_done_(std::move(batch_done)),
-        delay_timer_(io) {}
-  ~RxPump() { Stop(); }
-
-  void Start() { WaitRead(); }
-  void Stop() {
-    alive_ = std::make_shared<char>(0);
-    boost::system::error_code ec;
-    desc_.cancel(ec);
-    desc_.close(ec);
-    delay_timer_.cancel();
-  }
-  void WaitWrite(std::function<void()> on_writable) {
-    if (write_waiting_) return;
-    write_waiting_ = true;
-    std::weak_ptr<char> alive = alive_;
-    desc_.async_wait(
-        asio::posix::stream_descriptor::wait_write,
-        [this, alive, cb = std::move(on_writable)](const boost::system::error_code& ec) {
-          if (ec || alive.expired()) return;
-          write_waiting_ = false;
-          cb();
-        });
-  }
-  LossShim& shim() { return shim_; }
-
- private:
-  struct Delayed {
-    std::chrono::steady_clock::time_point due;
-    SockAddr from;
-    std::vector<uint8_t> data;
-  };
-
-  void WaitRead() {
-    std::weak_ptr<char> alive = alive_;
-    desc_.async_wait(asio::posix::stream_descriptor::wait_read,
-                     [this, alive](const boost::system::error_code& ec) {
-                       if (ec || alive.expired()) return;
-                       OnReadable();
-                     });
-  }
-
-  void OnReadable() {
-    std::weak_ptr<char> alive = alive_;
-    for (int i = 0; i < kRxBatchesPerWakeup; ++i) {
-      if (sock_->RecvBatch(&rx_) == 0) break;
-      for (const RxDatagram& d : rx_) {
-        switch (shim_.Decide()) {
-          case LossShim::Verdict::kDeliver:
-            deliver_(*d.from, d.data, d.len);
-            break;
-          case LossShim::Verdict::kDrop:
-            ++shim_.dropped;
-            break;
-          case LossShim::Verdict::kDelay:
-            ++shim_.delayed;
-            delayed_.push_back({std::chrono::steady_clock::now() +
-                                    std::chrono::microseconds(shim_.config().delay_us),
-                                *d.from, std::vector<uint8_t>(d.data, d.data + d.len)});
-            ArmDelay();
-            break;
-        }
-        if (alive.expired()) return;
-      }
-      batch_done_();
-      if (alive.expired()) return;
-    }
-    WaitRead();
-  }
-
-  void ArmDelay() {
-    if (delay_armed_ || delayed_.empty()) return;
-    delay_armed_ = true;
-    delay_timer_.expires_at(delayed_.front().due);
-    std::weak_ptr<char> alive = alive_;
-    delay_timer_.async_wait([this, alive](const boost::system::error_code& ec) {
-      if (ec || alive.expired()) return;
-      delay_armed_ = false;
-      auto now = std::chrono::steady_clock::now();
-      while (!delayed_.empty() && delayed_.front().due <= now) {
-        Delayed d = std::move(delayed_.front());
-        delayed_.pop_front();
-        deliver_(d.from, d.data.data(), d.data.size());
-        if (alive.expired()) return;
-      }
-      batch_done_();
-      if (alive.expired()) return;
-      ArmDelay();
-    });
-  }
-
-  asio::io_context& io_;
-  UdpSocket* sock_;
-  asio::posix::stream_descriptor desc_;  // a dup of the socket fd, for readiness only
-  LossShim shim_;
-  Deliver deliver_;
-  std::function<void()> batch_done_;
-  std::vector<RxDatagram> rx_;
-  std::deque<Delayed> delayed_;
-  asio::steady_timer delay_timer_;
-  bool delay_armed_ = false;
-  bool write_waiting_ = false;
-  std::shared_ptr<char> alive_ = std::make_shared<char>(0);
-};
-
-// ============================================================================================
 class ServerImpl : public QuicServer, public ConnectionOwner {
  public:
   ServerImpl(asio::io_context& io, ServerConfig config)
@@ -375,74 +261,12 @@ class ServerImpl : public QuicServer, public ConnectionOwner {
   std::shared_ptr<char> alive_ = std::make_shared<char>(0);
 };
 
-// ============================================================================================
-class ClientEndpoint : public ConnectionOwner {
- public:
-  ClientEndpoint(asio::io_context& io, std::unique_ptr<UdpSocket> sock)
-      : io_(io), sock_(std::move(sock)) {
-    gnutls_rnd(GNUTLS_RND_RANDOM, secret_, sizeof(secret_));
-  }
-  ~ClientEndpoint() override {
-    if (pump_) pump_->Stop();
-  }
-  void Start(Connection* conn, const LossShimConfig& shim) {
-    conn_ = conn;
-    pump_ = std::make_unique<RxPump>(
-        io_, sock_.get(), shim,
-        [this](const SockAddr& from, const uint8_t* d, size_t n) { conn_->OnDatagram(from, d, n); },
-        [this] { conn_->AfterIo(); });
-    pump_->Start();
-  }
-  UdpSocket& socket() override { return *sock_; }
-  const uint8_t* static_secret() const override { return secret_; }
-  void OnConnectionFinished(Connection*) override {
-    if (pump_) pump_->Stop();
-  }
-  void WaitWritable() override {
-    pump_->WaitWrite([this] {
-      if (!sock_->FlushPending()) {
-        WaitWritable();
-        return;
-      }
-      conn_->Flush();
-    });
-  }
-
- private:
-  asio::io_context& io_;
-  std::unique_ptr<UdpSocket> sock_;
-  std::unique_ptr<RxPump> pump_;
-  Connection* conn_ = nullptr;
-  uint8_t secret_[32];
-};
-
 }  // namespace
 
 Result<std::unique_ptr<QuicServer>> QuicServer::Create(asio::io_context& io, ServerConfig config) {
   auto s = std::make_unique<ServerImpl>(io, std::move(config));
   KVCS_RETURN_IF_ERROR(s->Init());
   return std::unique_ptr<QuicServer>(std::move(s));
-}
-
-Result<std::unique_ptr<QuicClientSession>> QuicClientSession::Connect(
-    asio::io_context& io, ClientConfig config, transport::SessionVisitor* visitor) {
-  KVCS_ASSIGN_OR_RETURN(auto tls,
-                        TlsClientContext::Create(config.ca_file, config.insecure, config.alpns));
-  KVCS_ASSIGN_OR_RETURN(SockAddr remote, SockAddr::Resolve(config.host, config.port));
-  SockAddr local;
-  local.storage.ss_family = remote.storage.ss_family;
-  local.len = remote.storage.ss_family == AF_INET ? sizeof(sockaddr_in) : sizeof(sockaddr_in6);
-  KVCS_ASSIGN_OR_RETURN(auto sock, UdpSocket::Open(local, &remote));
-  auto ep = std::make_unique<ClientEndpoint>(io, std::move(sock));
-  auto conn = std::make_unique<Connection>(io, ep.get(), false, config.limits);
-  std::string sni = config.server_name.empty() ? config.host : config.server_name;
-  KVCS_RETURN_IF_ERROR(conn->InitClient(*tls, sni, remote));
-  conn->SetVisitor(visitor);
-  ep->Start(conn.get(), config.loss_shim);
-  conn->set_owned_endpoint(std::move(ep));
-  conn->set_owned_tls(std::move(tls));
-  conn->Flush();  // first Initial
-  return std::unique_ptr<QuicClientSession>(std::move(conn));
 }
 
 }  // namespace kvcs::quic

@@ -1,8 +1,8 @@
-// The store part of `kvcs demo` (for src/cli/cmd_demo.cc):
+// The store part of `kvcs demo` (cmd_demo.cc), over the objcache module:
 //
-//   #include "objcache/store_demo.h"
-//   kvcs::objcache::StoreDemoOptions o;      // defaults: 256 blocks (4K tokens), 32 layers
-//   kvcs::Status s = kvcs::objcache::RunStoreDemo(o, std::cout);
+//   #include "cli/store_demo.h"
+//   kvcs::cli::StoreDemoOptions o;      // defaults: 256 blocks (4K tokens), 32 layers
+//   kvcs::Status s = kvcs::cli::RunStoreDemo(o, std::cout);
 //
 // Starts a LocalStore on a fresh temporary directory and the S3 server (with the ObjectCache
 // extensions) on an ephemeral 127.0.0.1 port, in-process; stores a synthetic Llama-3.1-8B-layout
@@ -11,8 +11,8 @@
 // timeline (time since the request, bytes, throughput). Then stops the server and removes the
 // directory (unless keep_dir). Blocking; returns when done. Not reentrant with itself on one
 // directory; otherwise thread-safe.
-#ifndef KVCS_OBJCACHE_STORE_DEMO_H_
-#define KVCS_OBJCACHE_STORE_DEMO_H_
+#ifndef KVCS_CLI_STORE_DEMO_H_
+#define KVCS_CLI_STORE_DEMO_H_
 
 #include <cstdint>
 #include <ostream>
@@ -20,7 +20,7 @@
 
 #include "common/status.h"
 
-namespace kvcs::objcache {
+namespace kvcs::cli {
 
 struct StoreDemoOptions {
   uint32_t blocks = 256;       // blocks stored (16 tokens each): 256 = a 4K-token prefix
@@ -35,6 +35,6 @@ struct StoreDemoOptions {
 
 Status RunStoreDemo(const StoreDemoOptions& options, std::ostream& out);
 
-}  // namespace kvcs::objcache
+}  // namespace kvcs::cli
 
-#endif  // KVCS_OBJCACHE_STORE_DEMO_H_
+#endif  // KVCS_CLI_STORE_DEMO_H_

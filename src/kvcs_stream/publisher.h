@@ -1,0 +1,118 @@
+// Publisher: the KVCS Original Publisher (profile §3). It takes a KV cache layer by layer, as an
+// engine computes it, and publishes it into a moqt::TrackStore, from which MoqtSessions (a
+// MoqtServer serving subscribers itself, or later a relay) deliver it:
+//   - the five-field namespace of the tokens of segment 0, with a fresh random Publication ID;
+//   - per segment s and offered Encoding, the data tracks "k.<codec>.s<s>" + "v.<codec>.s<s>" or
+//     "kv.<codec>.s<s>": Group = layer, Object = block of the segment, each a 68-byte KVO1 header
+//     with the Data Digest followed by Data; subgroup 0, ascending; End of Group after each layer,
+//     End of Track after the last layer; Publisher Priority floor(128·g/L) on every object;
+//   - the manifest track ("manifest.cose" signed with the producer key when one is given, else
+//     "manifest"), Publisher Priority 0: a new version (Object 0 of a new Group) when a segment is
+//     added, after every `manifest_every_layers` completed layers, and when a segment completes,
+//     each with object_digests of every completed layer and block_keys_sha256;
+//   - segments: tokens appended later (or each pass of a chunked prefill) as a new segment once the
+//     previous one completed.
+// The namespace's Anchor Key is the Block Key of segment 0's last block. Only full blocks are
+// published: every segment's token count must be a multiple of block_tokens.
+//
+// Protocol logic only: no sockets, no clock. THREADING: like the TrackStore, single-threaded
+// (call it on the thread that runs the sessions serving the store).
+#ifndef KVCS_KVCS_STREAM_PUBLISHER_H_
+#define KVCS_KVCS_STREAM_PUBLISHER_H_
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <span>
+#include <vector>
+
+#include "common/bytes.h"
+#include "common/status.h"
+#include "kvcs_stream/cache_identity.h"
+#include "kvcs_stream/encoding.h"
+#include "kvsp/block_keys.h"
+#include "kvsp/descriptor.h"
+#include "kvsp/ids.h"
+#include "moqt_session/moqt_track_store.h"
+#include "profile/cose.h"
+#include "profile/manifest.h"
+#include "profile/namespace.h"
+
+namespace kvcs::stream {
+
+// §3.6: "at least every eight completed layers".
+inline constexpr uint32_t kMaxManifestInterval = 8;
+// Manifest versions a track keeps: a joiner needs only the newest (fill Relative Start 1); a few
+// more cover a subscriber whose fill is still being sent when the next version appears.
+inline constexpr size_t kManifestGroupsKept = 8;
+
+struct PublisherConfig {
+  kvsp::Descriptor descriptor;
+  kvsp::ScopeKey scope_key{};
+  std::vector<Encoding> encodings = {Encoding{}};   // every segment is offered in each
+  std::optional<profile::SigningKey> producer_key;  // set: "manifest.cose"; else "manifest"
+  bool deterministic = false;
+  uint32_t manifest_every_layers = kMaxManifestInterval;  // 1..8
+  std::optional<profile::PubId> pub_id;                   // default: profile::NewPubId()
+  uint64_t max_track_bytes = moqt::kDefaultMaxBytesPerTrack;
+};
+
+class Publisher {
+ public:
+  // Creates the publication and segment 0 for `tokens` (>= 1 block, a multiple of block_tokens),
+  // its tracks in `store` (not owned; must outlive the Publisher) and manifest version 0.
+  static Result<std::unique_ptr<Publisher>> Create(moqt::TrackStore* store, PublisherConfig config,
+                                                   std::span<const uint32_t> tokens);
+
+  const profile::Namespace& ns() const { return ns_; }
+  moqt::TrackNamespace track_namespace() const { return ToMoqtNamespace(ns_); }
+  const PublisherConfig& config() const { return config_; }
+  uint32_t segment() const { return static_cast<uint32_t>(segments_.size() - 1); }
+  uint64_t segment_blocks() const { return manifest_.segments.back().blocks; }
+  uint32_t next_layer() const { return next_layer_; }
+  bool segment_complete() const { return manifest_.segments.back().complete; }
+  uint64_t manifest_versions() const { return manifest_group_; }
+  const profile::Manifest& manifest() const { return manifest_; }
+
+  // Publishes one block of the current segment: `block` (0-based within the segment) of `layer`
+  // with its raw K and V sections (descriptor shapes). REQUIRES layer == next_layer() and blocks
+  // in ascending order from 0. The last block of a layer ends the layer (End of Group, manifest
+  // when due); the last layer ends the segment's tracks (End of Track, manifest).
+  Status PublishBlock(uint32_t layer, uint64_t block, ByteSpan raw_k, ByteSpan raw_v);
+  // The whole layer of the current segment: raw [T][H][D] K and V for the segment's T tokens.
+  Status PublishLayer(uint32_t layer, ByteSpan k, ByteSpan v);
+
+  // Adds the next segment for `tokens` appended after every earlier segment's (a multiple of
+  // block_tokens). REQUIRES the current segment complete. Publishes a manifest version.
+  Status AddSegment(std::span<const uint32_t> tokens);
+
+ private:
+  struct SegmentTracks {
+    std::vector<profile::TrackName> names;  // per encoding, its 1 or 2 tracks (flattened)
+    std::vector<std::shared_ptr<moqt::Track>> tracks;
+    std::vector<Encoding> encoding_of;  // per track
+  };
+  Publisher(moqt::TrackStore* store, PublisherConfig config);
+  Status StartSegment(std::span<const uint32_t> tokens);
+  Status EndLayer();
+  Status PublishManifest();
+
+  moqt::TrackStore* store_;
+  PublisherConfig config_;
+  Digest compat_id_{};
+  kvsp::BlockKeyChain chain_;
+  profile::Namespace ns_;
+  std::shared_ptr<moqt::Track> manifest_track_;
+  profile::Manifest manifest_;
+  std::vector<SegmentTracks> segments_;
+  uint32_t next_layer_ = 0;
+  uint64_t next_block_ = 0;
+  // Data Digests of the layer being published, per track of the segment.
+  std::vector<std::vector<Digest>> layer_digests_;
+  uint32_t layers_since_manifest_ = 0;
+  uint64_t manifest_group_ = 0;  // the next manifest version's Group ID
+};
+
+}  // namespace kvcs::stream
+
+#endif  // KVCS_KVCS_STREAM_PUBLISHER_H_

@@ -1,0 +1,113 @@
+// The records a session keeps per request, one per Request ID, always looked up by ID (so an
+// application callback that ends a request never leaves a dangling pointer behind):
+//   - OutgoingRequest: a request we sent (SUBSCRIBE, FETCH, TRACK_STATUS, PUBLISH_NAMESPACE,
+//     SUBSCRIBE_NAMESPACE), with the application's visitor or callback and what we learned from
+//     the answers and the data streams attributed to it;
+//   - IncomingRequest: a request the peer sent (we publish / respond), with the served track,
+//     the subscription's ranges and its data streams, or the namespace forwarder.
+// docs/protocols/moqt-session.md describes the state machines. Internal to moqt_session.
+#ifndef KVCS_MOQT_SESSION_MOQT_REQUEST_STATE_H_
+#define KVCS_MOQT_SESSION_MOQT_REQUEST_STATE_H_
+
+#include <cstdint>
+#include <deque>
+#include <map>
+#include <memory>
+#include <optional>
+#include <set>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "moqt/moqt_messages.h"
+#include "moqt_session/moqt_filters.h"
+#include "moqt_session/moqt_namespace_forwarder.h"
+#include "moqt_session/moqt_session.h"
+#include "moqt_session/moqt_track.h"
+#include "transport/session.h"
+
+namespace kvcs::moqt {
+
+enum class RequestKind {
+  kSubscribe,
+  kFetch,
+  kTrackStatus,
+  kPublishNamespace,
+  kSubscribeNamespace,
+  kOther
+};
+
+// A request we sent.
+struct OutgoingRequest {
+  // Counts a data stream attributed to this subscription (subgroup or fill); false when that is
+  // more streams than PUBLISH_DONE announced (a protocol violation).
+  bool CountDataStream();
+  // The request stream ended (FIN or reset) without PUBLISH_DONE: as if PUBLISH_DONE
+  // INTERNAL_ERROR with an unknown stream count had arrived at `now_ms` (nothing if one did).
+  void AssumePublishDone(std::string reason, uint64_t now_ms);
+  // The subscription's final report from its PUBLISH_DONE (REQUIRES done).
+  SubscriptionDone Completion(bool all_streams_received) const;
+  // Whether Object `object_id` passes the application's OBJECTID ranges (applied locally).
+  bool InLocalObjectRanges(uint64_t object_id) const;
+
+  RequestKind kind = RequestKind::kOther;
+  uint64_t id = 0;
+  transport::StreamId stream = 0;
+  bool answered = false;  // first response received
+  bool fin_received = false;
+  FullTrackName track;
+  // subscribe
+  std::shared_ptr<SubscribeVisitor> sub_visitor;
+  SubscribeOptions sub_options;
+  std::optional<uint64_t> alias;
+  std::optional<LocationRange> live_range;  // known after SUBSCRIBE_OK
+  std::deque<uint64_t> pending_updates;     // update request IDs awaiting an answer
+  uint64_t streams_seen = 0, streams_open = 0;
+  bool stream_trouble = false;  // a data stream was reset or refused
+  bool eot_seen = false;
+  std::optional<PublishDone> done;
+  uint64_t done_at_ms = 0;
+  // fetch
+  std::shared_ptr<FetchVisitor> fetch_visitor;
+  GroupOrder fetch_order = GroupOrder::kAscending;
+  std::vector<FilterRange> local_object_ranges;
+  std::optional<FetchOk> fetch_ok;
+  bool fetch_data_seen = false, fetch_data_fin = false, fetch_data_reset = false;
+  // track status / publish namespace
+  TrackStatusCallback status_cb;
+  RequestResultCallback result_cb;
+  // subscribe namespace
+  std::shared_ptr<NamespaceVisitor> ns_visitor;
+  std::set<TrackNamespace> active_ns;
+};
+
+// A request the peer sent (we are the publisher/responder).
+struct IncomingRequest {
+  RequestKind kind = RequestKind::kOther;
+  uint64_t id = 0;
+  transport::StreamId stream = 0;
+  std::shared_ptr<Track> track;
+  // subscription
+  uint64_t alias = 0;
+  LocationRange live;
+  RangeFilters filters;
+  uint8_t subscriber_priority = 128;
+  GroupOrder group_order = GroupOrder::kAscending;
+  bool forward = true;
+  std::map<uint64_t, transport::StreamId> group_streams;  // open subgroup streams by group
+  std::set<uint64_t> stopped_groups;                      // STOP_SENDING received: never reopen
+  std::set<transport::StreamId> data_streams;  // every unfinished data stream (fills too)
+  std::deque<std::pair<uint64_t, uint64_t>> waiting_groups;  // {group, first object}: no credit
+  uint64_t streams_opened = 0;
+  bool done_pending = false;
+  PublishDoneCode done_code = PublishDoneCode::kTrackEnded;
+  // fetch
+  transport::StreamId fetch_stream = 0;
+  // namespace subscription / publish namespace
+  TrackNamespace prefix;
+  std::unique_ptr<NamespaceForwarder> ns_forwarder;  // namespace subscription
+};
+
+}  // namespace kvcs::moqt
+
+#endif  // KVCS_MOQT_SESSION_MOQT_REQUEST_STATE_H_
