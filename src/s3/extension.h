@@ -33,6 +33,9 @@
 // socket (TLS or TCP), so a handler that awaits each Write never buffers more than what it holds
 // itself. BodyReader::Read fills at most the caller's buffer.
 //
+// The types are src/http's (the S3 server is S3 routes mounted on http::Server) plus what S3 adds:
+// the S3 addressing and authenticated key in ExtensionRequest, SendError's XML <Error> answers.
+//
 // Errors: if the handler returns without calling ResponseWriter::Start, the server answers 500
 // InternalError. If the handler fails after Start, it should return; the server then closes the
 // connection (the chunked body is left unterminated so the client sees a truncated response).
@@ -44,76 +47,48 @@
 #include <utility>  // must precede Asio on Boost 1.74 + GCC 12 (common/asio.h)
 
 #include <boost/asio/any_io_executor.hpp>
-#include <boost/asio/awaitable.hpp>
-#include <cstdint>
 #include <functional>
-#include <optional>
-#include <span>
 #include <string>
 #include <string_view>
-#include <vector>
 
-#include "common/bytes.h"
 #include "common/status.h"
+#include "http/awaitable.h"
+#include "http/body_reader.h"
+#include "http/headers.h"
+#include "http/request.h"
+#include "http/response_writer.h"
 #include "store/object_store.h"
 
 namespace kvcs::s3 {
 
 template <typename T>
-using Awaitable = boost::asio::awaitable<T>;
+using Awaitable = http::Awaitable<T>;
 
-using HeaderList = std::vector<std::pair<std::string, std::string>>;
+using HeaderList = http::HeaderList;
 
-// The parsed request head as seen by an extension. Header names are matched case-insensitively.
-struct ExtensionRequest {
-  std::string method;  // "GET", "PUT", "POST", "HEAD", "DELETE", ...
-  std::string target;  // raw request-target as received ("/b/k?x=1")
-  std::string path;    // percent-decoded path ("/b/k")
-  // Percent-decoded query parameters in received order; a parameter without '=' has value "".
-  std::vector<std::pair<std::string, std::string>> query;
-  HeaderList headers;  // as received (names in the client's case)
+// The parsed request head as seen by an extension (http::Request: method, target, decoded path
+// and query, headers, content_length) plus what S3 resolves. content_length is the declared
+// payload length, decoded for aws-chunked.
+struct ExtensionRequest : http::Request {
   // S3 addressing resolved from Host (virtual-hosted) or the path (path-style); empty if none.
   std::string bucket;
   std::string key;
-  std::string access_key;                  // authenticated access key (kSigV4), empty for kNone
-  std::optional<uint64_t> content_length;  // declared payload length (decoded for aws-chunked)
-
-  std::optional<std::string_view> Header(std::string_view name) const;  // first match
-  std::optional<std::string_view> Query(std::string_view name) const;   // first match
-  bool HasQuery(std::string_view name) const { return Query(name).has_value(); }
+  std::string access_key;  // authenticated access key (kSigV4), empty for kNone
 };
 
-// The request body, read in caller-sized chunks.
-class BodyReader {
- public:
-  virtual ~BodyReader() = default;
-  // Reads up to out.size() bytes; returns 0 at the end of the body. Fails (and keeps failing) on
-  // a socket error, a timeout, a body over the server's bound, or a payload that fails SigV4 /
-  // x-amz-content-sha256 verification (detail S3Error as int, see s3/s3_error.h).
-  virtual Awaitable<Result<size_t>> Read(std::span<uint8_t> out) = 0;
-  // Reads the whole remaining body if it is at most `limit` bytes (kResourceExhausted otherwise).
-  Awaitable<Result<Bytes>> ReadAll(size_t limit);
-};
+// The request body, read in caller-sized chunks. For kSigV4 requests it is the verified,
+// decoded payload; a Read fails (and keeps failing) on a socket error, a timeout, or a payload
+// that fails SigV4 / x-amz-content-sha256 verification (detail S3Error as int, see s3/s3_error.h).
+using BodyReader = http::BodyReader;
 
-// The response, streamed. Call Start once, then Write any number of times, then Finish.
-class ResponseWriter {
+// The response, streamed: http::ResponseWriter (Start once, Write, Finish; Start adds
+// x-amz-request-id besides the server's Server, Date and Connection) plus S3 error answers.
+class ResponseWriter : public http::ResponseWriter {
  public:
-  virtual ~ResponseWriter() = default;
-  // Sends the status line and headers. With content_length set the body must be exactly that
-  // long; without it the body is sent with chunked transfer encoding. The server adds Server,
-  // Date, x-amz-request-id and Connection as needed. REQUIRES: not started.
-  virtual Awaitable<Status> Start(int status, HeaderList headers,
-                                  std::optional<uint64_t> content_length) = 0;
-  // Sends body bytes; completes when they are written to the socket (backpressure).
-  // REQUIRES: started, not finished.
-  virtual Awaitable<Status> Write(ByteSpan data) = 0;
-  // Ends the body (the terminating chunk for chunked responses). REQUIRES: started.
-  virtual Awaitable<Status> Finish() = 0;
   // Convenience: a complete S3 XML error response (<Error><Code>..) with the given HTTP status.
   // REQUIRES: not started.
   virtual Awaitable<Status> SendError(int status, std::string_view code,
                                       std::string_view message) = 0;
-  virtual bool started() const = 0;
 };
 
 // Everything a handler may touch while it runs.

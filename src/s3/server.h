@@ -1,9 +1,10 @@
-// The kvcs S3-compatible HTTP/1.1 server (Boost.Beast, optional TLS) over an ObjectStore.
+// The kvcs S3-compatible HTTP/1.1 server (optional TLS) over an ObjectStore: the S3 API mounted
+// on an http::Server (src/http: connections, bounds, timeouts, streamed bodies).
 //
-// One coroutine per connection; requests on a connection are handled in order. Each request is
-// authenticated with AWS SigV4 (header or presigned query), routed to an Extension (extension.h)
-// or to the built-in S3 handlers (s3/handlers.cc), and answered with streamed bodies through
-// bounded buffers. Beast and Asio stay inside server.cc.
+// Requests on a connection are handled in order. Each request gets an x-amz-request-id, is
+// routed to an Extension (extension.h) or to the built-in S3 handlers (s3/handlers.cc), is
+// authenticated with AWS SigV4 (header or presigned query; skipped for ExtensionAuth::kNone) and
+// reads its payload through the PayloadReader SigV4 declared (s3/payload_reader.h).
 //
 // Lifetime: the ObjectStore must outlive the Server. Thread-safety: AddExtension before Start;
 // Stop() may be called from any thread (and from the signal watcher Run installs when asked).

@@ -398,7 +398,7 @@ TEST_P(ExtensionCases, AggregatePutMalformedBodyKeepsEarlierContainers) {
     ASSERT_TRUE(r.ok()) << r.status().ToString();
     EXPECT_EQ(r->status, 400);
     EXPECT_NE(AsStringView(r->body).find("InvalidRequest"), std::string_view::npos);
-    // The server closes a connection whose unread body is too large to drain (s3/server.cc).
+    // The server closes a connection whose unread body is too large to drain (http/server.cc).
     client_ = std::make_unique<Client>(Options(s3::kDevSecretKey));
     for (uint32_t i = 0; i <= whole; ++i) {
       auto got = client_->Request("GET", "/" + kBucket + "/" + set.keys[i], "", {});
