@@ -5,10 +5,10 @@
 #include <array>
 #include <initializer_list>
 #include <nlohmann/json.hpp>
-#include <set>
 #include <utility>
 
 #include "common/hex.h"
+#include "common/strict_json.h"
 #include "kvsp/descriptor.h"
 
 namespace kvcs::index {
@@ -19,57 +19,14 @@ using ojson = nlohmann::ordered_json;
 
 Status Err(IndexError e, std::string msg) { return IndexStatus(e, "index: " + std::move(msg)); }
 
-// Parses `text` into a DOM, refusing duplicate members and nesting deeper than kMaxJsonDepth.
-// The DOM keeps only what is at most kMaxJsonDepth deep, so hostile nesting costs no memory.
+// One JSON document of at most kMaxRequestBytes, no duplicate members, at most kMaxJsonDepth deep.
 Result<json> ParseStrict(std::string_view text) {
-  if (text.size() > kMaxRequestBytes) {
-    return Err(IndexError::kTooLarge, "message of " + std::to_string(text.size()) +
-                                          " bytes is above the limit of " +
-                                          std::to_string(kMaxRequestBytes));
-  }
-  Status error;
-  // One entry per open object (its member names) or array (nullopt), innermost last.
-  std::vector<std::optional<std::set<std::string, std::less<>>>> open;
-  auto fail = [&](IndexError e, std::string msg) {
-    if (error.ok()) error = Err(e, std::move(msg));
-    return false;
-  };
-  json::parser_callback_t cb = [&](int, json::parse_event_t ev, json& parsed) -> bool {
-    switch (ev) {
-      case json::parse_event_t::object_start:
-      case json::parse_event_t::array_start:
-        if (open.size() >= size_t(kMaxJsonDepth)) {
-          open.emplace_back();
-          return fail(IndexError::kSyntax,
-                      "JSON nested deeper than " + std::to_string(kMaxJsonDepth) + " levels");
-        }
-        if (ev == json::parse_event_t::object_start) {
-          open.emplace_back(std::set<std::string, std::less<>>());
-        } else {
-          open.emplace_back();
-        }
-        return error.ok();
-      case json::parse_event_t::object_end:
-      case json::parse_event_t::array_end:
-        if (!open.empty()) open.pop_back();
-        return error.ok();
-      case json::parse_event_t::key: {
-        if (open.empty() || !open.back()) return error.ok();
-        const std::string& k = parsed.get_ref<const std::string&>();
-        if (!open.back()->insert(k).second) {
-          return fail(IndexError::kDuplicateKey, "duplicate member \"" + k + "\"");
-        }
-        return error.ok();
-      }
-      case json::parse_event_t::value:
-        return error.ok();
-    }
-    return error.ok();
-  };
-  json j = json::parse(text.begin(), text.end(), cb, /*allow_exceptions=*/false);
-  if (!error.ok()) return error;
-  if (j.is_discarded()) return Err(IndexError::kSyntax, "not a JSON document");
-  return j;
+  auto j = ParseStrictJson(text, kMaxRequestBytes, kMaxJsonDepth);
+  if (j.ok()) return j;
+  IndexError e = IndexError::kSyntax;
+  if (j.status().Is(JsonError::kTooLarge)) e = IndexError::kTooLarge;
+  if (j.status().Is(JsonError::kDuplicateKey)) e = IndexError::kDuplicateKey;
+  return Err(e, j.status().message());
 }
 
 Status CheckObject(const json& j, std::string_view what,
