@@ -238,7 +238,7 @@ TEST_F(TokenTest, MalformedTokensFail) {
   for (size_t n = 0; n < t.size(); ++n) EXPECT_FALSE(VerifyAt(t.substr(0, n), 1500).ok()) << n;
 }
 
-TEST(Keyring, RefusesKeysThatAreNotP256) {
+TEST(TokenKeyring, RefusesKeysThatAreNotP256) {
   Keyring ring;
   EXPECT_TRUE(ring.Add("e", NewKey("ED25519").pub).Is(TokenError::kBadKey));
   EXPECT_TRUE(ring.Add("x", "not a pem").Is(TokenError::kBadKey));

@@ -58,7 +58,7 @@ std::string TempPath(const char* name) {
 
 enum class Kind { kMemory, kEmbedded, kRedis };
 
-class RecordStoreTest : public ::testing::TestWithParam<Kind> {
+class IndexRecordStoreTest : public ::testing::TestWithParam<Kind> {
  protected:
   void SetUp() override {
     switch (GetParam()) {
@@ -94,7 +94,7 @@ class RecordStoreTest : public ::testing::TestWithParam<Kind> {
   std::unique_ptr<RecordStore> store_;
 };
 
-TEST_P(RecordStoreTest, RegisterLookupWithdraw) {
+TEST_P(IndexRecordStoreTest, RegisterLookupWithdraw) {
   uint64_t t = WallNowMs();
   EXPECT_TRUE(store_->Lookup(Look(Keys(0, 1)), t).status().Is(IndexError::kUnknownCompat));
   ASSERT_TRUE(
@@ -124,7 +124,7 @@ TEST_P(RecordStoreTest, RegisterLookupWithdraw) {
   EXPECT_EQ(store_->Lookup(Look(Keys(0, 8)), t + 30000)->matched, 2u);
 }
 
-TEST_P(RecordStoreTest, RenewalReplacesAndExtends) {
+TEST_P(IndexRecordStoreTest, RenewalReplacesAndExtends) {
   uint64_t t = WallNowMs();
   ASSERT_TRUE(store_->Register(Reg("https://a", Tier::kDisk, Keys(0, 2), 1000), t).ok());
   ASSERT_TRUE(store_->Register(Reg("https://a", Tier::kCpu, Keys(0, 2), 50000), t + 500).ok());
@@ -136,7 +136,7 @@ TEST_P(RecordStoreTest, RenewalReplacesAndExtends) {
   EXPECT_EQ(r->entries[1].replicas[0].expires_ms, t + 50500);
 }
 
-TEST_P(RecordStoreTest, LargeLookupIsOneCall) {
+TEST_P(IndexRecordStoreTest, LargeLookupIsOneCall) {
   uint64_t t = WallNowMs();
   ASSERT_TRUE(store_->Register(Reg("https://a", Tier::kCpu, Keys(0, 4096), 60000), t).ok());
   auto r = store_->Lookup(Look(Keys(0, 4096)), t);
@@ -144,7 +144,7 @@ TEST_P(RecordStoreTest, LargeLookupIsOneCall) {
   EXPECT_EQ(r->matched, 4096u);
 }
 
-INSTANTIATE_TEST_SUITE_P(Stores, RecordStoreTest,
+INSTANTIATE_TEST_SUITE_P(Stores, IndexRecordStoreTest,
                          ::testing::Values(Kind::kMemory, Kind::kEmbedded, Kind::kRedis),
                          [](const auto& info) {
                            switch (info.param) {
@@ -157,7 +157,7 @@ INSTANTIATE_TEST_SUITE_P(Stores, RecordStoreTest,
                            }
                          });
 
-TEST(EmbeddedStore, RestartKeepsLiveRecordsAndDropsExpired) {
+TEST(IndexEmbeddedStore, RestartKeepsLiveRecordsAndDropsExpired) {
   std::string path = TempPath("index.db");
   uint64_t t = 1'700'000'000'000;
   {
@@ -195,7 +195,7 @@ TEST(EmbeddedStore, RestartKeepsLiveRecordsAndDropsExpired) {
   std::filesystem::remove_all(std::filesystem::path(path).parent_path());
 }
 
-TEST(EmbeddedStore, RefusesAFileThatIsNotAnIndex) {
+TEST(IndexEmbeddedStore, RefusesAFileThatIsNotAnIndex) {
   std::string path = TempPath("junk.db");
   {
     FILE* f = std::fopen(path.c_str(), "w");
@@ -207,7 +207,7 @@ TEST(EmbeddedStore, RefusesAFileThatIsNotAnIndex) {
   std::filesystem::remove_all(std::filesystem::path(path).parent_path());
 }
 
-TEST(RedisStore, ValueEncodingRoundTripsAndRefusesJunk) {
+TEST(IndexRedisStore, ValueEncodingRoundTripsAndRefusesJunk) {
   Replica r{{"https://a", Tier::kRelay, {kvsp::Codec::kZstd, kvsp::Codec::kInt8}, 4, 28}, 123};
   std::string v = RedisRecordStore::EncodeValue(r);
   EXPECT_EQ(v, "123 relay 4 28 zstd,int8");
@@ -220,7 +220,7 @@ TEST(RedisStore, ValueEncodingRoundTripsAndRefusesJunk) {
   }
 }
 
-TEST(RedisStore, TwoNodesShareRecordsAndRedisExpiresThem) {
+TEST(IndexRedisStore, TwoNodesShareRecordsAndRedisExpiresThem) {
   testing::RedisServer redis;
   ASSERT_TRUE(redis.ok()) << redis.error();
   RedisOptions o;
@@ -262,7 +262,7 @@ TEST(RedisStore, TwoNodesShareRecordsAndRedisExpiresThem) {
   EXPECT_EQ((*a)->Lookup(Look(Keys(0, 5)), later)->matched, 3u);
 }
 
-TEST(RedisStore, UnreachableServerIsUnavailable) {
+TEST(IndexRedisStore, UnreachableServerIsUnavailable) {
   RedisOptions o;
   o.unix_socket = "/nonexistent/kvcs/redis.sock";
   auto s = RedisRecordStore::Connect(o);

@@ -35,7 +35,7 @@ LookupRequest Look(std::vector<Digest> keys, uint32_t max = 4, const Digest& sco
   return {kCompat, scope, std::move(keys), max};
 }
 
-TEST(Registry, LongestPrefixAcrossHolders) {
+TEST(IndexRegistry, LongestPrefixAcrossHolders) {
   Registry reg;
   ASSERT_TRUE(reg.Register(Reg("https://store", Tier::kObjectStore, Keys(0, 4), 1000), 0).ok());
   ASSERT_TRUE(reg.Register(Reg("moqt://pub/ns", Tier::kGpu, Keys(2, 6), 2000), 0).ok());
@@ -61,7 +61,7 @@ TEST(Registry, LongestPrefixAcrossHolders) {
   EXPECT_TRUE(none->entries.empty());
 }
 
-TEST(Registry, ReplicasOrderedByTierThenLongerLeaseAndTruncated) {
+TEST(IndexRegistry, ReplicasOrderedByTierThenLongerLeaseAndTruncated) {
   Registry reg;
   ASSERT_TRUE(reg.Register(Reg("https://d", Tier::kDisk, Keys(0, 1), 5000), 0).ok());
   ASSERT_TRUE(reg.Register(Reg("https://c1", Tier::kCpu, Keys(0, 1), 1000), 0).ok());
@@ -75,7 +75,7 @@ TEST(Registry, ReplicasOrderedByTierThenLongerLeaseAndTruncated) {
   EXPECT_EQ(r->entries[0].replicas[2].info.holder, "https://c1");
 }
 
-TEST(Registry, LeasesExpireAndRenew) {
+TEST(IndexRegistry, LeasesExpireAndRenew) {
   Registry reg;
   ASSERT_TRUE(reg.Register(Reg("https://a", Tier::kCpu, Keys(0, 3), 100), 1000).ok());
   EXPECT_EQ(reg.Lookup(Look(Keys(0, 3)), 1099)->matched, 3u);
@@ -95,7 +95,7 @@ TEST(Registry, LeasesExpireAndRenew) {
   EXPECT_TRUE(reg.Lookup(Look(Keys(0, 1)), 2000).status().Is(IndexError::kUnknownCompat));
 }
 
-TEST(Registry, RenewalReplacesTheRecord) {
+TEST(IndexRegistry, RenewalReplacesTheRecord) {
   Registry reg;
   ASSERT_TRUE(reg.Register(Reg("https://a", Tier::kDisk, Keys(0, 2), 100), 0).ok());
   RegisterRequest again = Reg("https://a", Tier::kCpu, Keys(0, 2), 300);
@@ -110,7 +110,7 @@ TEST(Registry, RenewalReplacesTheRecord) {
   EXPECT_EQ(reg.Expire(100), 0u);  // the old lease's index entry went with the renewal
 }
 
-TEST(Registry, WithdrawRemovesOnlyThatHolder) {
+TEST(IndexRegistry, WithdrawRemovesOnlyThatHolder) {
   Registry reg;
   ASSERT_TRUE(reg.Register(Reg("https://a", Tier::kCpu, Keys(0, 4), 1000), 0).ok());
   ASSERT_TRUE(reg.Register(Reg("https://b", Tier::kDisk, Keys(0, 2), 1000), 0).ok());
@@ -122,7 +122,7 @@ TEST(Registry, WithdrawRemovesOnlyThatHolder) {
   EXPECT_EQ(reg.HolderRecords(kScope, "https://a"), 2u);
 }
 
-TEST(Registry, AnchorsNameHoldersOfTheWholePrefix) {
+TEST(IndexRegistry, AnchorsNameHoldersOfTheWholePrefix) {
   Registry reg;
   RegisterRequest r = Reg("moqt://pub/ns", Tier::kGpu, Keys(0, 4), 1000);
   r.anchor_key = Key(0xb0, 3);
@@ -139,7 +139,7 @@ TEST(Registry, AnchorsNameHoldersOfTheWholePrefix) {
   EXPECT_TRUE(reg.Anchors({kCompat, Key(0xb0, 3), kScope}, 10)->replicas.empty());
 }
 
-TEST(Registry, ScopesAndCompatsAreSeparate) {
+TEST(IndexRegistry, ScopesAndCompatsAreSeparate) {
   Registry reg;
   ASSERT_TRUE(reg.Register(Reg("https://a", Tier::kCpu, Keys(0, 2), 1000), 0).ok());
   EXPECT_TRUE(
@@ -154,7 +154,7 @@ TEST(Registry, ScopesAndCompatsAreSeparate) {
   EXPECT_TRUE(reg.HasCompat(kOtherScope, kCompat));
 }
 
-TEST(Registry, BoundsRefuseTheWholeRegistration) {
+TEST(IndexRegistry, BoundsRefuseTheWholeRegistration) {
   RegistryLimits limits;
   limits.max_holders_per_key = 2;
   limits.max_records_per_holder = 5;
@@ -176,7 +176,7 @@ TEST(Registry, BoundsRefuseTheWholeRegistration) {
   EXPECT_EQ(reg.HolderRecords(kScope, "https://d"), 5u);
 }
 
-TEST(Registry, RefusesInvalidRegistrations) {
+TEST(IndexRegistry, RefusesInvalidRegistrations) {
   Registry reg;
   EXPECT_FALSE(reg.Register(Reg("ftp://a", Tier::kCpu, Keys(0, 1), 100), 0).ok());
   EXPECT_FALSE(reg.Register(Reg("https://a", Tier::kCpu, {}, 100), 0).ok());
@@ -188,7 +188,7 @@ TEST(Registry, RefusesInvalidRegistrations) {
   EXPECT_EQ(reg.size(), 0u);
 }
 
-TEST(Registry, RestoreSkipsExpiredAndKeepsAbsoluteLease) {
+TEST(IndexRegistry, RestoreSkipsExpiredAndKeepsAbsoluteLease) {
   Registry reg;
   Record live{RecordKind::kBlock,
               kScope,
@@ -208,7 +208,7 @@ TEST(Registry, RestoreSkipsExpiredAndKeepsAbsoluteLease) {
 }
 
 // Lookup touches only the keys asked: with a million other records it stays as cheap.
-TEST(Registry, LookupCostDoesNotGrowWithTheIndex) {
+TEST(IndexRegistry, LookupCostDoesNotGrowWithTheIndex) {
   Registry reg;
   for (uint32_t h = 0; h < 32; ++h) {
     RegisterRequest r = Reg("https://h" + std::to_string(h), Tier::kDisk, {}, 100000);
