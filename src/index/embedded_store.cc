@@ -52,26 +52,6 @@ class Stmt {
   int rc_;
 };
 
-std::string CodecList(const std::vector<kvsp::Codec>& codecs) {
-  std::string out;
-  for (kvsp::Codec c : codecs) {
-    if (!out.empty()) out.push_back(',');
-    out.append(kvsp::CodecName(c));
-  }
-  return out;
-}
-
-Result<std::vector<kvsp::Codec>> ParseCodecList(std::string_view s) {
-  std::vector<kvsp::Codec> out;
-  while (!s.empty()) {
-    size_t comma = s.find(',');
-    KVCS_ASSIGN_OR_RETURN(kvsp::Codec c, kvsp::CodecFromName(s.substr(0, comma)));
-    out.push_back(c);
-    s = comma == std::string_view::npos ? std::string_view() : s.substr(comma + 1);
-  }
-  return out;
-}
-
 bool ColumnDigest(sqlite3_stmt* s, int col, Digest* d) {
   if (sqlite3_column_type(s, col) != SQLITE_BLOB ||
       sqlite3_column_bytes(s, col) != int(d->size())) {
@@ -161,7 +141,7 @@ Status EmbeddedRecordStore::Load(uint64_t now_ms) {
               ColumnDigest(s, 2, &rec.compat_id) && ColumnDigest(s, 3, &rec.key);
     rec.replica.info.holder = ColumnText(s, 4);
     auto tier = TierFromName(ColumnText(s, 5));
-    auto codecs = ParseCodecList(ColumnText(s, 6));
+    auto codecs = ParseCodecListText(ColumnText(s, 6));
     int64_t first = sqlite3_column_int64(s, 7), count = sqlite3_column_int64(s, 8);
     int64_t expires = sqlite3_column_int64(s, 9);
     ok = ok && tier.ok() && codecs.ok() && first >= 0 && count > 0 &&
@@ -204,7 +184,7 @@ Status EmbeddedRecordStore::Register(const RegisterRequest& r, uint64_t now_ms) 
             " layer_first, layer_count, expires_ms) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, "
             "?10)");
     bool ok = up.ok();
-    std::string tier(TierName(r.replica.tier)), codecs = CodecList(r.replica.codecs);
+    std::string tier(TierName(r.replica.tier)), codecs = CodecListText(r.replica.codecs);
     for (const Record& rec : Registry::RecordsOf(r, now_ms)) {
       if (!ok) break;
       up.Int(1, rec.kind == RecordKind::kAnchor ? 1 : 0);

@@ -119,11 +119,7 @@ std::string RedisRecordStore::CompatKey(const Digest& scope, const Digest& compa
 std::string RedisRecordStore::EncodeValue(const Replica& r) {
   std::string v = std::to_string(r.expires_ms) + " " + std::string(TierName(r.info.tier)) + " " +
                   std::to_string(r.info.layer_first) + " " + std::to_string(r.info.layer_count) +
-                  " ";
-  for (size_t i = 0; i < r.info.codecs.size(); ++i) {
-    if (i) v.push_back(',');
-    v.append(kvsp::CodecName(r.info.codecs[i]));
-  }
+                  " " + CodecListText(r.info.codecs);
   return v;
 }
 
@@ -146,14 +142,9 @@ Result<Replica> RedisRecordStore::DecodeValue(std::string_view holder, std::stri
   r.info.tier = *tier;
   r.info.layer_first = uint32_t(first);
   r.info.layer_count = uint32_t(count);
-  std::string_view codecs = parts[4];
-  while (!codecs.empty()) {
-    size_t comma = codecs.find(',');
-    auto c = kvsp::CodecFromName(codecs.substr(0, comma));
-    if (!c.ok()) return Unavailable("malformed record value");
-    r.info.codecs.push_back(*c);
-    codecs = comma == std::string_view::npos ? std::string_view() : codecs.substr(comma + 1);
-  }
+  auto codecs = ParseCodecListText(parts[4]);
+  if (!codecs.ok()) return Unavailable("malformed record value");
+  r.info.codecs = std::move(*codecs);
   KVCS_RETURN_IF_ERROR(ValidateReplicaInfo(r.info));
   return r;
 }

@@ -24,6 +24,27 @@ Result<Tier> TierFromName(std::string_view name) {
   return InvalidArgument("unknown tier (use gpu, cpu, relay, disk or object-store)");
 }
 
+std::string CodecListText(const std::vector<kvsp::Codec>& codecs) {
+  std::string out;
+  for (kvsp::Codec c : codecs) {
+    if (!out.empty()) out.push_back(',');
+    out.append(kvsp::CodecName(c));
+  }
+  return out;
+}
+
+Result<std::vector<kvsp::Codec>> ParseCodecListText(std::string_view text) {
+  std::vector<kvsp::Codec> out;
+  if (text.empty()) return InvalidArgument("empty codec list");
+  while (true) {
+    size_t comma = text.find(',');
+    KVCS_ASSIGN_OR_RETURN(kvsp::Codec c, kvsp::CodecFromName(text.substr(0, comma)));
+    out.push_back(c);
+    if (comma == std::string_view::npos) return out;
+    text = text.substr(comma + 1);
+  }
+}
+
 bool ReplicaBefore(const Replica& a, const Replica& b) {
   if (a.info.tier != b.info.tier) return a.info.tier < b.info.tier;
   if (a.expires_ms != b.expires_ms) return a.expires_ms > b.expires_ms;

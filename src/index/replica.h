@@ -47,6 +47,11 @@ struct Replica {
   bool operator==(const Replica&) const = default;
 };
 
+// Codecs as stored by the record stores: names joined by ',' ("raw,zstd"), and back (strict:
+// registered names only, at least one).
+std::string CodecListText(const std::vector<kvsp::Codec>& codecs);
+Result<std::vector<kvsp::Codec>> ParseCodecListText(std::string_view text);
+
 // A block record says the holder has the block `key`; an anchor record says the holder has every
 // block of the prefix ending at the Anchor Key `key` (§7 anchors).
 enum class RecordKind : uint8_t { kBlock = 0, kAnchor = 1 };
