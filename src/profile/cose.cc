@@ -1,15 +1,14 @@
 #include "profile/cose.h"
 
-#include <openssl/bio.h>
 #include <openssl/bn.h>
 #include <openssl/core_names.h>
 #include <openssl/ec.h>
 #include <openssl/evp.h>
-#include <openssl/pem.h>
 
 #include <string>
 #include <utility>
 
+#include "common/pem_key.h"
 #include "profile/cbor.h"
 
 namespace kvcs::profile {
@@ -44,27 +43,9 @@ Status Err(CoseError e, std::string msg) {
   return Status(code, "cose: " + msg, static_cast<int>(e));
 }
 
-struct PkeyDeleter {
-  void operator()(EVP_PKEY* k) const { EVP_PKEY_free(k); }
-};
-std::shared_ptr<EVP_PKEY> Own(EVP_PKEY* k) { return std::shared_ptr<EVP_PKEY>(k, PkeyDeleter()); }
 using MdCtx = std::unique_ptr<EVP_MD_CTX, decltype(&EVP_MD_CTX_free)>;
-using Bio = std::unique_ptr<BIO, decltype(&BIO_free)>;
 
-// The COSE algorithm a key can be used with, or an error for any other key.
-Result<CoseAlg> AlgOfKey(EVP_PKEY* k) {
-  if (EVP_PKEY_is_a(k, "ED25519")) return CoseAlg::kEdDSA;
-  if (EVP_PKEY_is_a(k, "EC")) {
-    char group[64] = {0};
-    size_t len = 0;
-    if (EVP_PKEY_get_group_name(k, group, sizeof(group), &len) == 1 &&
-        std::string_view(group, len) == "prime256v1") {
-      return CoseAlg::kES256;
-    }
-    return Err(CoseError::kBadKey, "EC key is not on P-256 (ES256 needs P-256)");
-  }
-  return Err(CoseError::kBadKey, "key is neither Ed25519 nor EC P-256");
-}
+CoseAlg AlgOf(KeyType t) { return t == KeyType::kP256 ? CoseAlg::kES256 : CoseAlg::kEdDSA; }
 
 Status CheckKid(const Bytes& kid) {
   if (kid.empty()) return Err(CoseError::kMissingKid, "kid must not be empty");
@@ -144,18 +125,6 @@ bool RawVerify(EVP_PKEY* key, CoseAlg alg, ByteSpan tbs, ByteSpan sig) {
   const EVP_MD* md = alg == CoseAlg::kES256 ? EVP_sha256() : nullptr;
   return ctx && EVP_DigestVerifyInit(ctx.get(), nullptr, md, nullptr, key) == 1 &&
          EVP_DigestVerify(ctx.get(), to_check.data(), to_check.size(), tbs.data(), tbs.size()) == 1;
-}
-
-std::string PemOf(bool private_key, EVP_PKEY* key) {
-  Bio bio(BIO_new(BIO_s_mem()), BIO_free);
-  if (!bio) return "";
-  int ok = private_key ? PEM_write_bio_PKCS8PrivateKey(bio.get(), key, nullptr, nullptr, 0, nullptr,
-                                                       nullptr)
-                       : PEM_write_bio_PUBKEY(bio.get(), key);
-  if (ok != 1) return "";
-  char* data = nullptr;
-  long n = BIO_get_mem_data(bio.get(), &data);
-  return std::string(data, size_t(n));
 }
 
 // The structure checks of DecodeCoseSign1, given the decoded top-level value.
@@ -265,17 +234,14 @@ Result<SigningKey> SigningKey::Generate(CoseAlg alg, Bytes kid) {
   EVP_PKEY* k = alg == CoseAlg::kES256 ? EVP_PKEY_Q_keygen(nullptr, nullptr, "EC", "P-256")
                                        : EVP_PKEY_Q_keygen(nullptr, nullptr, "ED25519");
   if (!k) return Internal("cose: key generation failed");
-  return SigningKey(Own(k), alg, std::move(kid));
+  return SigningKey(OwnKey(k), alg, std::move(kid));
 }
 
 Result<SigningKey> SigningKey::FromPrivatePem(std::string_view pem, Bytes kid) {
   KVCS_RETURN_IF_ERROR(CheckKid(kid));
-  Bio bio(BIO_new_mem_buf(pem.data(), int(std::min<size_t>(pem.size(), INT32_MAX))), BIO_free);
-  EVP_PKEY* k = bio ? PEM_read_bio_PrivateKey(bio.get(), nullptr, nullptr, nullptr) : nullptr;
-  if (!k) return Err(CoseError::kBadKey, "not a PEM private key");
-  auto owned = Own(k);
-  KVCS_ASSIGN_OR_RETURN(CoseAlg alg, AlgOfKey(k));
-  return SigningKey(std::move(owned), alg, std::move(kid));
+  auto key = ReadPrivatePem(pem);
+  if (!key.ok()) return Err(CoseError::kBadKey, key.status().message());
+  return SigningKey(std::move(key->pkey), AlgOf(key->type), std::move(kid));
 }
 
 Result<SigningKey> SigningKey::FromEd25519Seed(ByteSpan seed, Bytes kid) {
@@ -283,21 +249,18 @@ Result<SigningKey> SigningKey::FromEd25519Seed(ByteSpan seed, Bytes kid) {
   if (seed.size() != 32) return Err(CoseError::kBadKey, "Ed25519 seed must be 32 bytes");
   EVP_PKEY* k = EVP_PKEY_new_raw_private_key(EVP_PKEY_ED25519, nullptr, seed.data(), seed.size());
   if (!k) return Err(CoseError::kBadKey, "OpenSSL rejected the Ed25519 seed");
-  return SigningKey(Own(k), CoseAlg::kEdDSA, std::move(kid));
+  return SigningKey(OwnKey(k), CoseAlg::kEdDSA, std::move(kid));
 }
 
-std::string SigningKey::PrivatePem() const { return PemOf(true, key_.get()); }
-std::string SigningKey::PublicPem() const { return PemOf(false, key_.get()); }
+std::string SigningKey::PrivatePem() const { return PrivatePemOf(key_.get()); }
+std::string SigningKey::PublicPem() const { return PublicPemOf(key_.get()); }
 VerifyKey SigningKey::Public() const { return VerifyKey(key_, alg_, kid_); }
 
 Result<VerifyKey> VerifyKey::FromPublicPem(std::string_view pem, Bytes kid) {
   KVCS_RETURN_IF_ERROR(CheckKid(kid));
-  Bio bio(BIO_new_mem_buf(pem.data(), int(std::min<size_t>(pem.size(), INT32_MAX))), BIO_free);
-  EVP_PKEY* k = bio ? PEM_read_bio_PUBKEY(bio.get(), nullptr, nullptr, nullptr) : nullptr;
-  if (!k) return Err(CoseError::kBadKey, "not a PEM public key");
-  auto owned = Own(k);
-  KVCS_ASSIGN_OR_RETURN(CoseAlg alg, AlgOfKey(k));
-  return VerifyKey(std::move(owned), alg, std::move(kid));
+  auto key = ReadPublicPem(pem);
+  if (!key.ok()) return Err(CoseError::kBadKey, key.status().message());
+  return VerifyKey(std::move(key->pkey), AlgOf(key->type), std::move(kid));
 }
 
 Status KeySet::Add(VerifyKey key) {

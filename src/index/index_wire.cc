@@ -1,0 +1,501 @@
+// KVSP v1 as defined by the project: the Index Service's JSON messages (§7).
+#include "index/index_wire.h"
+
+#include <algorithm>
+#include <array>
+#include <initializer_list>
+#include <nlohmann/json.hpp>
+#include <utility>
+
+#include "common/hex.h"
+#include "common/strict_json.h"
+#include "kvsp/descriptor.h"
+
+namespace kvcs::index {
+namespace {
+
+using json = nlohmann::json;
+using ojson = nlohmann::ordered_json;
+
+Status Err(IndexError e, std::string msg) { return IndexStatus(e, "index: " + std::move(msg)); }
+
+// One JSON document of at most kMaxRequestBytes, no duplicate members, at most kMaxJsonDepth deep.
+Result<json> ParseStrict(std::string_view text) {
+  auto j = ParseStrictJson(text, kMaxRequestBytes, kMaxJsonDepth);
+  if (j.ok()) return j;
+  IndexError e = IndexError::kSyntax;
+  if (j.status().Is(JsonError::kTooLarge)) e = IndexError::kTooLarge;
+  if (j.status().Is(JsonError::kDuplicateKey)) e = IndexError::kDuplicateKey;
+  return Err(e, j.status().message());
+}
+
+Status CheckObject(const json& j, std::string_view what,
+                   std::initializer_list<std::string_view> allowed) {
+  if (!j.is_object()) return Err(IndexError::kNotObject, std::string(what) + " is not an object");
+  for (const auto& [k, v] : j.items()) {
+    if (std::find(allowed.begin(), allowed.end(), k) == allowed.end()) {
+      return Err(IndexError::kUnknownField,
+                 std::string(what) + " has unknown member \"" + k + "\"");
+    }
+  }
+  return Status::Ok();
+}
+
+const json* Member(const json& j, std::string_view name) {
+  auto it = j.find(name);
+  return it == j.end() ? nullptr : &*it;
+}
+
+Result<const json*> Required(const json& j, std::string_view name) {
+  const json* v = Member(j, name);
+  if (!v) return Err(IndexError::kMissingField, "missing member \"" + std::string(name) + "\"");
+  return v;
+}
+
+Result<Digest> Hex32(const json& v, std::string_view name) {
+  if (!v.is_string()) {
+    return Err(IndexError::kWrongType, std::string(name) + " is not a string");
+  }
+  const std::string& s = v.get_ref<const std::string&>();
+  if (!IsLowerHex(s, 2 * kDigestSize)) {
+    return Err(IndexError::kBadHex,
+               std::string(name) + " is not 64 lowercase hex characters (32 bytes)");
+  }
+  auto d = FromHexFixed<kDigestSize>(s);
+  if (!d.ok()) return Err(IndexError::kBadHex, std::string(name) + ": " + d.status().message());
+  return *d;
+}
+
+Result<Digest> GetHex32(const json& j, std::string_view name) {
+  KVCS_ASSIGN_OR_RETURN(const json* v, Required(j, name));
+  return Hex32(*v, name);
+}
+
+Result<uint64_t> GetUint(const json& j, std::string_view name, uint64_t min, uint64_t max) {
+  KVCS_ASSIGN_OR_RETURN(const json* v, Required(j, name));
+  if (v->is_number_unsigned()) {
+    uint64_t x = v->get<uint64_t>();
+    if (x >= min && x <= max) return x;
+  } else if (!v->is_number_integer()) {
+    return Err(IndexError::kWrongType, std::string(name) + " is not an integer");
+  }
+  return Err(IndexError::kOutOfRange,
+             std::string(name) + " is outside " + std::to_string(min) + ".." + std::to_string(max));
+}
+
+Result<std::string> GetString(const json& j, std::string_view name) {
+  KVCS_ASSIGN_OR_RETURN(const json* v, Required(j, name));
+  if (!v->is_string()) return Err(IndexError::kWrongType, std::string(name) + " is not a string");
+  return v->get<std::string>();
+}
+
+Result<const json*> GetArray(const json& j, std::string_view name, size_t min, size_t max) {
+  KVCS_ASSIGN_OR_RETURN(const json* v, Required(j, name));
+  if (!v->is_array()) return Err(IndexError::kWrongType, std::string(name) + " is not an array");
+  if (v->size() > max) {
+    return Err(IndexError::kTooMany, std::string(name) + " has " + std::to_string(v->size()) +
+                                         " elements, above the limit of " + std::to_string(max));
+  }
+  if (v->size() < min) return Err(IndexError::kEmpty, std::string(name) + " is empty");
+  return v;
+}
+
+Result<std::vector<Digest>> GetKeys(const json& j, std::string_view name) {
+  KVCS_ASSIGN_OR_RETURN(const json* a, GetArray(j, name, 1, kMaxKeysPerRequest));
+  std::vector<Digest> keys;
+  keys.reserve(a->size());
+  for (const json& v : *a) {
+    KVCS_ASSIGN_OR_RETURN(Digest d, Hex32(v, name));
+    keys.push_back(d);
+  }
+  return keys;
+}
+
+Result<std::vector<kvsp::Codec>> GetCodecs(const json& j) {
+  KVCS_ASSIGN_OR_RETURN(const json* a, GetArray(j, "codecs", 1, kMaxCodecs));
+  std::vector<kvsp::Codec> out;
+  for (const json& v : *a) {
+    if (!v.is_string()) return Err(IndexError::kWrongType, "codecs element is not a string");
+    auto c = kvsp::CodecFromName(v.get_ref<const std::string&>());
+    if (!c.ok()) return Err(IndexError::kBadCodec, "codec is not in the KVSP registry");
+    if (std::find(out.begin(), out.end(), *c) != out.end()) {
+      return Err(IndexError::kBadCodec, "codec \"" + v.get<std::string>() + "\" listed twice");
+    }
+    out.push_back(*c);
+  }
+  return out;
+}
+
+Status CheckLayers(uint64_t first, uint64_t count) {
+  if (count == 0 || first + count > kMaxLayerEnd) {
+    return Err(IndexError::kOutOfRange, "layer range is empty or ends past layer 65535");
+  }
+  return Status::Ok();
+}
+
+// holder, tier, codecs, layer_first, layer_count of a register request or a replica.
+Result<ReplicaInfo> GetReplicaInfo(const json& j) {
+  ReplicaInfo r;
+  KVCS_ASSIGN_OR_RETURN(r.holder, GetString(j, "holder"));
+  KVCS_RETURN_IF_ERROR(CheckHolder(r.holder));
+  KVCS_ASSIGN_OR_RETURN(std::string tier, GetString(j, "tier"));
+  auto t = TierFromName(tier);
+  if (!t.ok()) return Err(IndexError::kBadTier, t.status().message());
+  r.tier = *t;
+  KVCS_ASSIGN_OR_RETURN(r.codecs, GetCodecs(j));
+  KVCS_ASSIGN_OR_RETURN(uint64_t first, GetUint(j, "layer_first", 0, kMaxLayerEnd - 1));
+  KVCS_ASSIGN_OR_RETURN(uint64_t count, GetUint(j, "layer_count", 1, kMaxLayerEnd));
+  KVCS_RETURN_IF_ERROR(CheckLayers(first, count));
+  r.layer_first = uint32_t(first);
+  r.layer_count = uint32_t(count);
+  return r;
+}
+
+Result<Replica> GetReplica(const json& j) {
+  KVCS_RETURN_IF_ERROR(CheckObject(
+      j, "replica", {"holder", "tier", "codecs", "layer_first", "layer_count", "expires_ms"}));
+  Replica r;
+  KVCS_ASSIGN_OR_RETURN(r.info, GetReplicaInfo(j));
+  KVCS_ASSIGN_OR_RETURN(r.expires_ms, GetUint(j, "expires_ms", 0, kvsp::kMaxJsonInteger));
+  return r;
+}
+
+Result<std::vector<Replica>> GetReplicas(const json& j, size_t max) {
+  KVCS_ASSIGN_OR_RETURN(const json* a, GetArray(j, "replicas", 0, max));
+  std::vector<Replica> out;
+  out.reserve(a->size());
+  for (const json& v : *a) {
+    KVCS_ASSIGN_OR_RETURN(Replica r, GetReplica(v));
+    out.push_back(std::move(r));
+  }
+  return out;
+}
+
+ojson CodecsJson(const std::vector<kvsp::Codec>& codecs) {
+  ojson a = ojson::array();
+  for (kvsp::Codec c : codecs) a.push_back(std::string(kvsp::CodecName(c)));
+  return a;
+}
+
+ojson KeysJson(const std::vector<Digest>& keys) {
+  ojson a = ojson::array();
+  for (const Digest& k : keys) a.push_back(ToHex(k));
+  return a;
+}
+
+ojson ReplicaJson(const Replica& r) {
+  ojson o;
+  o["holder"] = r.info.holder;
+  o["tier"] = std::string(TierName(r.info.tier));
+  o["codecs"] = CodecsJson(r.info.codecs);
+  o["layer_first"] = r.info.layer_first;
+  o["layer_count"] = r.info.layer_count;
+  o["expires_ms"] = r.expires_ms;
+  return o;
+}
+
+ojson ReplicasJson(const std::vector<Replica>& rs) {
+  ojson a = ojson::array();
+  for (const Replica& r : rs) a.push_back(ReplicaJson(r));
+  return a;
+}
+
+std::string Dump(const ojson& o) {
+  return o.dump(-1, ' ', /*ensure_ascii=*/true, json::error_handler_t::replace);
+}
+
+}  // namespace
+
+std::string_view IndexErrorName(IndexError e) {
+  switch (e) {
+    case IndexError::kNone:
+      return "none";
+    case IndexError::kTooLarge:
+      return "too_large";
+    case IndexError::kSyntax:
+      return "syntax";
+    case IndexError::kNotObject:
+      return "not_object";
+    case IndexError::kDuplicateKey:
+      return "duplicate_key";
+    case IndexError::kUnknownField:
+      return "unknown_field";
+    case IndexError::kMissingField:
+      return "missing_field";
+    case IndexError::kWrongType:
+      return "wrong_type";
+    case IndexError::kBadHex:
+      return "bad_hex";
+    case IndexError::kTooMany:
+      return "too_many";
+    case IndexError::kEmpty:
+      return "empty";
+    case IndexError::kOutOfRange:
+      return "out_of_range";
+    case IndexError::kBadHolder:
+      return "bad_holder";
+    case IndexError::kBadTier:
+      return "bad_tier";
+    case IndexError::kBadCodec:
+      return "bad_codec";
+    case IndexError::kForbidden:
+      return "forbidden";
+    case IndexError::kUnknownCompat:
+      return "unknown_compat";
+    case IndexError::kHolderFull:
+      return "holder_full";
+    case IndexError::kKeyFull:
+      return "key_full";
+    case IndexError::kStoreFailed:
+      return "store_failed";
+  }
+  return "unknown";
+}
+
+Status IndexStatus(IndexError e, std::string message) {
+  Code code = Code::kInvalidArgument;
+  switch (e) {
+    case IndexError::kTooLarge:
+    case IndexError::kTooMany:
+    case IndexError::kHolderFull:
+    case IndexError::kKeyFull:
+      code = Code::kResourceExhausted;
+      break;
+    case IndexError::kForbidden:
+      code = Code::kPermissionDenied;
+      break;
+    case IndexError::kUnknownCompat:
+      code = Code::kNotFound;
+      break;
+    case IndexError::kStoreFailed:
+      code = Code::kUnavailable;
+      break;
+    default:
+      break;
+  }
+  return Status(code, std::move(message), static_cast<int>(e));
+}
+
+int HttpStatusFor(const Status& s) {
+  switch (s.code()) {
+    case Code::kOk:
+      return 200;
+    case Code::kInvalidArgument:
+    case Code::kResourceExhausted:
+    case Code::kOutOfRange:
+      return 400;
+    case Code::kPermissionDenied:
+      return 403;
+    case Code::kNotFound:
+      return 404;
+    case Code::kUnavailable:
+    case Code::kIoError:
+      return 503;
+    default:
+      return 500;
+  }
+}
+
+Status CheckHolder(std::string_view holder) {
+  if (holder.size() > kMaxHolderBytes) {
+    return Err(IndexError::kTooLarge,
+               "holder is longer than " + std::to_string(kMaxHolderBytes) + " bytes");
+  }
+  size_t rest = 0;
+  for (std::string_view scheme : {"https://", "http://", "moqt://"}) {
+    if (holder.substr(0, scheme.size()) == scheme) rest = scheme.size();
+  }
+  if (rest == 0 || rest == holder.size()) {
+    return Err(IndexError::kBadHolder, "holder is not an https://, http:// or moqt:// URI");
+  }
+  for (char c : holder) {
+    if (c <= ' ' || c >= 0x7f || c == '"' || c == '\\' || c == '<' || c == '>') {
+      return Err(IndexError::kBadHolder, "holder has a byte that is not allowed in a URI");
+    }
+  }
+  return Status::Ok();
+}
+
+Status ValidateReplicaInfo(const ReplicaInfo& r) {
+  KVCS_RETURN_IF_ERROR(CheckHolder(r.holder));
+  if (static_cast<int>(r.tier) >= kTierCount) return Err(IndexError::kBadTier, "unknown tier");
+  if (r.codecs.empty()) return Err(IndexError::kEmpty, "codecs is empty");
+  if (r.codecs.size() > kMaxCodecs) return Err(IndexError::kTooMany, "too many codecs");
+  for (size_t i = 0; i < r.codecs.size(); ++i) {
+    if (!kvsp::CodecFromValue(kvsp::CodecValue(r.codecs[i])).ok() ||
+        std::find(r.codecs.begin(), r.codecs.begin() + std::ptrdiff_t(i), r.codecs[i]) !=
+            r.codecs.begin() + std::ptrdiff_t(i)) {
+      return Err(IndexError::kBadCodec, "unknown or repeated codec");
+    }
+  }
+  return CheckLayers(r.layer_first, r.layer_count);
+}
+
+Result<LookupRequest> ParseLookupRequest(std::string_view text) {
+  KVCS_ASSIGN_OR_RETURN(json j, ParseStrict(text));
+  KVCS_RETURN_IF_ERROR(
+      CheckObject(j, "lookup", {"compat_id", "scope_id", "block_keys", "max_replicas"}));
+  LookupRequest r;
+  KVCS_ASSIGN_OR_RETURN(r.compat_id, GetHex32(j, "compat_id"));
+  KVCS_ASSIGN_OR_RETURN(r.scope_id, GetHex32(j, "scope_id"));
+  KVCS_ASSIGN_OR_RETURN(r.block_keys, GetKeys(j, "block_keys"));
+  if (Member(j, "max_replicas")) {
+    KVCS_ASSIGN_OR_RETURN(uint64_t m, GetUint(j, "max_replicas", 1, kMaxReplicasPerKey));
+    r.max_replicas = uint32_t(m);
+  }
+  return r;
+}
+
+Result<RegisterRequest> ParseRegisterRequest(std::string_view text) {
+  KVCS_ASSIGN_OR_RETURN(json j, ParseStrict(text));
+  KVCS_RETURN_IF_ERROR(
+      CheckObject(j, "register",
+                  {"compat_id", "scope_id", "holder", "tier", "codecs", "layer_first",
+                   "layer_count", "block_keys", "anchor_key", "ttl_ms"}));
+  RegisterRequest r;
+  KVCS_ASSIGN_OR_RETURN(r.compat_id, GetHex32(j, "compat_id"));
+  KVCS_ASSIGN_OR_RETURN(r.scope_id, GetHex32(j, "scope_id"));
+  KVCS_ASSIGN_OR_RETURN(r.replica, GetReplicaInfo(j));
+  KVCS_ASSIGN_OR_RETURN(r.block_keys, GetKeys(j, "block_keys"));
+  if (Member(j, "anchor_key")) {
+    KVCS_ASSIGN_OR_RETURN(Digest a, GetHex32(j, "anchor_key"));
+    r.anchor_key = a;
+  }
+  KVCS_ASSIGN_OR_RETURN(r.ttl_ms, GetUint(j, "ttl_ms", 1, kMaxTtlMs));
+  return r;
+}
+
+Result<WithdrawRequest> ParseWithdrawRequest(std::string_view text) {
+  KVCS_ASSIGN_OR_RETURN(json j, ParseStrict(text));
+  KVCS_RETURN_IF_ERROR(
+      CheckObject(j, "withdraw", {"compat_id", "scope_id", "holder", "block_keys"}));
+  WithdrawRequest r;
+  KVCS_ASSIGN_OR_RETURN(r.compat_id, GetHex32(j, "compat_id"));
+  KVCS_ASSIGN_OR_RETURN(r.scope_id, GetHex32(j, "scope_id"));
+  KVCS_ASSIGN_OR_RETURN(r.holder, GetString(j, "holder"));
+  KVCS_RETURN_IF_ERROR(CheckHolder(r.holder));
+  KVCS_ASSIGN_OR_RETURN(r.block_keys, GetKeys(j, "block_keys"));
+  return r;
+}
+
+Result<AnchorsRequest> ParseAnchorsRequest(std::string_view compat_hex, std::string_view anchor_hex,
+                                           std::string_view scope_hex) {
+  AnchorsRequest r;
+  KVCS_ASSIGN_OR_RETURN(r.compat_id, Hex32(json(std::string(compat_hex)), "compat_id"));
+  KVCS_ASSIGN_OR_RETURN(r.anchor_key, Hex32(json(std::string(anchor_hex)), "anchor_key"));
+  KVCS_ASSIGN_OR_RETURN(r.scope_id, Hex32(json(std::string(scope_hex)), "scope_id"));
+  return r;
+}
+
+Result<LookupResponse> ParseLookupResponse(std::string_view text) {
+  KVCS_ASSIGN_OR_RETURN(json j, ParseStrict(text));
+  KVCS_RETURN_IF_ERROR(CheckObject(j, "lookup response", {"matched", "entries"}));
+  LookupResponse r;
+  KVCS_ASSIGN_OR_RETURN(uint64_t matched, GetUint(j, "matched", 0, kMaxKeysPerRequest));
+  r.matched = uint32_t(matched);
+  KVCS_ASSIGN_OR_RETURN(const json* entries, GetArray(j, "entries", 0, kMaxKeysPerRequest));
+  if (entries->size() != matched) {
+    return Err(IndexError::kOutOfRange, "entries does not have one element per matched key");
+  }
+  for (const json& e : *entries) {
+    KVCS_RETURN_IF_ERROR(CheckObject(e, "entry", {"block_key", "replicas"}));
+    LookupEntry entry;
+    KVCS_ASSIGN_OR_RETURN(entry.block_key, GetHex32(e, "block_key"));
+    KVCS_ASSIGN_OR_RETURN(entry.replicas, GetReplicas(e, kMaxReplicasPerKey));
+    if (entry.replicas.empty()) return Err(IndexError::kEmpty, "a matched key has no replica");
+    r.entries.push_back(std::move(entry));
+  }
+  return r;
+}
+
+Result<AnchorsResponse> ParseAnchorsResponse(std::string_view text) {
+  KVCS_ASSIGN_OR_RETURN(json j, ParseStrict(text));
+  KVCS_RETURN_IF_ERROR(CheckObject(j, "anchors response", {"replicas"}));
+  AnchorsResponse r;
+  KVCS_ASSIGN_OR_RETURN(r.replicas, GetReplicas(j, kMaxReplicasPerKey));
+  return r;
+}
+
+Result<ErrorBody> ParseErrorBody(std::string_view text) {
+  KVCS_ASSIGN_OR_RETURN(json j, ParseStrict(text));
+  KVCS_RETURN_IF_ERROR(CheckObject(j, "error body", {"error", "message"}));
+  ErrorBody e;
+  KVCS_ASSIGN_OR_RETURN(e.error, GetString(j, "error"));
+  KVCS_ASSIGN_OR_RETURN(e.message, GetString(j, "message"));
+  return e;
+}
+
+std::string ToJson(const LookupRequest& r) {
+  ojson o;
+  o["compat_id"] = ToHex(r.compat_id);
+  o["scope_id"] = ToHex(r.scope_id);
+  o["block_keys"] = KeysJson(r.block_keys);
+  if (r.max_replicas != kDefaultMaxReplicas) o["max_replicas"] = r.max_replicas;
+  return Dump(o);
+}
+
+std::string ToJson(const LookupResponse& r) {
+  ojson o;
+  o["matched"] = r.matched;
+  ojson entries = ojson::array();
+  for (const LookupEntry& e : r.entries) {
+    ojson x;
+    x["block_key"] = ToHex(e.block_key);
+    x["replicas"] = ReplicasJson(e.replicas);
+    entries.push_back(std::move(x));
+  }
+  o["entries"] = std::move(entries);
+  return Dump(o);
+}
+
+std::string ToJson(const AnchorsResponse& r) {
+  ojson o;
+  o["replicas"] = ReplicasJson(r.replicas);
+  return Dump(o);
+}
+
+std::string ToJson(const RegisterRequest& r) {
+  ojson o;
+  o["compat_id"] = ToHex(r.compat_id);
+  o["scope_id"] = ToHex(r.scope_id);
+  o["holder"] = r.replica.holder;
+  o["tier"] = std::string(TierName(r.replica.tier));
+  o["codecs"] = CodecsJson(r.replica.codecs);
+  o["layer_first"] = r.replica.layer_first;
+  o["layer_count"] = r.replica.layer_count;
+  o["block_keys"] = KeysJson(r.block_keys);
+  if (r.anchor_key) o["anchor_key"] = ToHex(*r.anchor_key);
+  o["ttl_ms"] = r.ttl_ms;
+  return Dump(o);
+}
+
+std::string ToJson(const WithdrawRequest& r) {
+  ojson o;
+  o["compat_id"] = ToHex(r.compat_id);
+  o["scope_id"] = ToHex(r.scope_id);
+  o["holder"] = r.holder;
+  o["block_keys"] = KeysJson(r.block_keys);
+  return Dump(o);
+}
+
+std::string ToJson(const ErrorBody& e) {
+  ojson o;
+  o["error"] = e.error;
+  o["message"] = e.message;
+  return Dump(o);
+}
+
+std::string ErrorJson(const Status& s) {
+  ErrorBody e;
+  e.error = s.detail() != 0 ? std::string(IndexErrorName(static_cast<IndexError>(s.detail())))
+                            : std::string(CodeName(s.code()));
+  e.message = s.message();
+  return ToJson(e);
+}
+
+std::string AnchorsPath(const AnchorsRequest& r) {
+  return "/kvsp/v1/anchors/" + ToHex(r.compat_id) + "/" + ToHex(r.anchor_key) +
+         "?scope_id=" + ToHex(r.scope_id);
+}
+
+}  // namespace kvcs::index
