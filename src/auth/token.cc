@@ -8,6 +8,7 @@
 #include <memory>
 #include <nlohmann/json.hpp>
 
+#include "common/base64.h"
 #include "common/hex.h"
 #include "common/pem_key.h"
 #include "common/strict_json.h"
@@ -23,8 +24,6 @@ constexpr std::array<std::string_view, 4> kActionNames = {"lookup", "register", 
 // Claims nest: object > grants > grant > prefixes > prefix.
 constexpr int kMaxClaimsDepth = 6;
 constexpr std::string_view kAlg = "ES256";
-constexpr std::string_view kB64 =
-    "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
 // NumericDate bound: JSON-safe integers (2^53 - 1).
 constexpr int64_t kMaxTime = (int64_t{1} << 53) - 1;
 
@@ -171,45 +170,14 @@ std::string_view TokenErrorName(TokenError e) {
 }
 
 std::string Base64UrlEncode(std::string_view bytes) {
-  std::string out;
-  out.reserve((bytes.size() + 2) / 3 * 4);
-  uint32_t acc = 0;
-  int bits = 0;
-  for (unsigned char c : bytes) {
-    acc = (acc << 8) | c;
-    bits += 8;
-    while (bits >= 6) {
-      bits -= 6;
-      out.push_back(kB64[(acc >> bits) & 0x3f]);
-    }
-  }
-  if (bits > 0) out.push_back(kB64[(acc << (6 - bits)) & 0x3f]);
-  return out;
+  return Base64Encode(ByteSpan(reinterpret_cast<const uint8_t*>(bytes.data()), bytes.size()),
+                      Base64Alphabet::kUrl);
 }
 
 Result<std::string> Base64UrlDecode(std::string_view text) {
-  if (text.size() % 4 == 1) return Err(TokenError::kMalformed, "base64url of impossible length");
-  std::string out;
-  out.reserve(text.size() * 3 / 4);
-  uint32_t acc = 0;
-  int bits = 0;
-  for (char c : text) {
-    size_t v = kB64.find(c);
-    if (v == std::string_view::npos) {
-      return Err(TokenError::kMalformed, "a character outside base64url (padding is not used)");
-    }
-    acc = (acc << 6) | uint32_t(v);
-    bits += 6;
-    if (bits >= 8) {
-      bits -= 8;
-      out.push_back(char((acc >> bits) & 0xff));
-    }
-  }
-  // Leftover bits must be zero: one text per byte string (no malleable encodings).
-  if (bits > 0 && (acc & ((1u << bits) - 1)) != 0) {
-    return Err(TokenError::kMalformed, "base64url with non-zero trailing bits");
-  }
-  return out;
+  auto bytes = Base64Decode(text, Base64Alphabet::kUrl);
+  if (!bytes.ok()) return Err(TokenError::kMalformed, "not base64url: " + bytes.status().message());
+  return std::string(bytes->begin(), bytes->end());
 }
 
 Result<Claims> ParseClaims(std::string_view text) {

@@ -1,10 +1,12 @@
 #include <gtest/gtest.h>
 
+#include "common/base64.h"
 #include "common/bytes.h"
 #include "common/crypto.h"
 #include "common/hex.h"
 #include "common/status.h"
 #include "common/strings.h"
+#include "common/utc_time.h"
 
 namespace kvcs {
 namespace {
@@ -121,6 +123,56 @@ TEST(Strings, ParseDecimalIsStrict) {
   EXPECT_EQ(ParseDecimal<uint16_t>("65536"), std::nullopt);
   for (std::string_view bad : {"", " 1", "1 ", "+1", "-1", "0x10", "1e3", "1.0", "١"}) {
     EXPECT_EQ(ParseDecimal<uint64_t>(bad), std::nullopt) << bad;
+  }
+}
+
+}  // namespace
+}  // namespace kvcs
+
+namespace kvcs {
+namespace {
+
+TEST(UtcTime, Formats) {
+  EXPECT_EQ(FormatUtc(1369353600, "%Y%m%dT%H%M%SZ"), "20130524T000000Z");  // SigV4 example date
+  EXPECT_EQ(FormatUtc(1445412480, "%a, %d %b %Y %H:%M:%S GMT"), "Wed, 21 Oct 2015 07:28:00 GMT");
+  EXPECT_EQ(FormatUtc(0, "%Y-%m-%dT%H:%M:%S"), "1970-01-01T00:00:00");
+}
+
+}  // namespace
+}  // namespace kvcs
+
+namespace kvcs {
+namespace {
+
+Bytes B(std::string_view s) { return Bytes(s.begin(), s.end()); }
+
+TEST(Base64, Rfc4648Vectors) {
+  // RFC 4648 §10, both alphabets (base64url without padding).
+  const std::pair<std::string_view, std::string_view> kVectors[] = {{"", ""},
+                                                                    {"f", "Zg=="},
+                                                                    {"fo", "Zm8="},
+                                                                    {"foo", "Zm9v"},
+                                                                    {"foob", "Zm9vYg=="},
+                                                                    {"fooba", "Zm9vYmE="},
+                                                                    {"foobar", "Zm9vYmFy"}};
+  for (auto [plain, text] : kVectors) {
+    EXPECT_EQ(Base64Encode(B(plain)), text);
+    EXPECT_EQ(*Base64Decode(text), B(plain));
+    std::string url(text.substr(0, text.find('=')));
+    EXPECT_EQ(Base64Encode(B(plain), Base64Alphabet::kUrl), url);
+    EXPECT_EQ(*Base64Decode(url, Base64Alphabet::kUrl), B(plain));
+  }
+  const Bytes high = {0xfb, 0xff, 0xbf};
+  EXPECT_EQ(Base64Encode(high), "+/+/");
+  EXPECT_EQ(Base64Encode(high, Base64Alphabet::kUrl), "-_-_");
+}
+
+TEST(Base64, RefusesNonCanonicalText) {
+  for (std::string_view bad : {"Zg=", "Zg", "Z===", "Zh==", "Zm9=", "Zm=v", "Zm9v!A==", "-_-_"}) {
+    EXPECT_FALSE(Base64Decode(bad).ok()) << bad;
+  }
+  for (std::string_view bad : {"Zg==", "Z", "Zh", "+/+/", "Zm9v Zg"}) {
+    EXPECT_FALSE(Base64Decode(bad, Base64Alphabet::kUrl).ok()) << bad;
   }
 }
 

@@ -1,14 +1,13 @@
 #include "common/hex.h"
 
 namespace kvcs {
-namespace {
-int Nibble(char c) {
+
+int HexDigitValue(char c) {
   if (c >= '0' && c <= '9') return c - '0';
   if (c >= 'a' && c <= 'f') return c - 'a' + 10;
   if (c >= 'A' && c <= 'F') return c - 'A' + 10;
   return -1;
 }
-}  // namespace
 
 bool IsLowerHex(std::string_view s, size_t len) {
   if (s.size() != len) return false;
@@ -31,7 +30,7 @@ Result<Bytes> FromHex(std::string_view hex) {
   if (hex.size() % 2 != 0) return InvalidArgument("hex string has an odd length");
   Bytes out(hex.size() / 2);
   for (size_t i = 0; i < out.size(); ++i) {
-    int hi = Nibble(hex[2 * i]), lo = Nibble(hex[2 * i + 1]);
+    int hi = HexDigitValue(hex[2 * i]), lo = HexDigitValue(hex[2 * i + 1]);
     if (hi < 0 || lo < 0) {
       return InvalidArgument("not a hex character at offset " + std::to_string(2 * i));
     }

@@ -20,6 +20,8 @@ std::string ToHex(const std::array<uint8_t, N>& a) {
 // Exactly `len` characters, each 0-9 or a-f: the canonical form of KVSP ids, keys and SigV4
 // digests (where uppercase is refused rather than accepted).
 bool IsLowerHex(std::string_view s, size_t len);
+// The value of one hex digit (0-9, a-f, A-F), or -1 for any other character.
+int HexDigitValue(char c);
 // Accepts lowercase or uppercase; rejects odd lengths and non-hex characters.
 Result<Bytes> FromHex(std::string_view hex);
 // Exactly N bytes (2N hex characters), e.g. a 32-byte identifier.

@@ -2,21 +2,17 @@
 
 #include <ctime>
 
-#include "http/headers.h"
+#include "common/strings.h"
+#include "common/utc_time.h"
 
 namespace kvcs::http {
 
 std::string FormatHttpDate(int64_t unix_seconds) {
-  std::time_t t = static_cast<std::time_t>(unix_seconds);
-  std::tm tm{};
-  gmtime_r(&t, &tm);
-  char buf[64];
-  std::strftime(buf, sizeof buf, "%a, %d %b %Y %H:%M:%S GMT", &tm);
-  return buf;
+  return FormatUtc(unix_seconds, "%a, %d %b %Y %H:%M:%S GMT");
 }
 
 std::optional<int64_t> ParseHttpDate(std::string_view s) {
-  std::string str(TrimOws(s));
+  std::string str(Trim(s));
   std::tm tm{};
   const char* end = strptime(str.c_str(), "%a, %d %b %Y %H:%M:%S GMT", &tm);
   if (end == nullptr || *end != '\0') {

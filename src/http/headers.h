@@ -15,14 +15,8 @@ namespace kvcs::http {
 // parameters, which are matched case-sensitively.
 using HeaderList = std::vector<std::pair<std::string, std::string>>;
 
-// Case-insensitive ASCII comparison (header names, tokens such as "100-continue").
-bool IEquals(std::string_view a, std::string_view b);
-
 // The value of the first field named `name` (case-insensitive), if any.
 std::optional<std::string_view> FindHeader(const HeaderList& headers, std::string_view name);
-
-// Strips RFC 7230 optional whitespace (spaces and tabs) from both ends.
-std::string_view TrimOws(std::string_view s);
 
 }  // namespace kvcs::http
 

@@ -69,9 +69,6 @@ TEST(HttpHelpers, Headers) {
   EXPECT_EQ(FindHeader(h, "content-type"), "text/plain");
   EXPECT_EQ(FindHeader(h, "X-a"), "1");  // the first match
   EXPECT_FALSE(FindHeader(h, "x-b").has_value());
-  EXPECT_TRUE(IEquals("100-Continue", "100-continue"));
-  EXPECT_FALSE(IEquals("ab", "abc"));
-  EXPECT_EQ(TrimOws(" \tv \t"), "v");
 }
 
 }  // namespace

@@ -2,32 +2,27 @@
 
 #include <algorithm>
 
-#include "http/headers.h"
+#include "common/strings.h"
 
 namespace kvcs::http {
 namespace {
 
 bool ParseU64(std::string_view s, uint64_t* out) {
-  if (s.empty() || s.size() > 19) return false;
-  uint64_t v = 0;
-  for (char c : s) {
-    if (c < '0' || c > '9') return false;
-    v = v * 10 + static_cast<uint64_t>(c - '0');
-  }
-  *out = v;
-  return true;
+  auto v = ParseDecimal<uint64_t>(s);
+  if (v) *out = *v;
+  return v.has_value();
 }
 
 }  // namespace
 
 RangeKind ParseRange(std::string_view header, uint64_t size, ByteRange* out) {
-  header = TrimOws(header);
+  header = Trim(header);
   if (header.substr(0, 6) != "bytes=") return RangeKind::kNone;
-  std::string_view spec = TrimOws(header.substr(6));
+  std::string_view spec = Trim(header.substr(6));
   if (spec.find(',') != std::string_view::npos) return RangeKind::kNone;
   size_t dash = spec.find('-');
   if (dash == std::string_view::npos) return RangeKind::kNone;
-  std::string_view a = TrimOws(spec.substr(0, dash)), b = TrimOws(spec.substr(dash + 1));
+  std::string_view a = Trim(spec.substr(0, dash)), b = Trim(spec.substr(dash + 1));
   uint64_t first = 0, last = 0;
   if (a.empty()) {  // suffix range: last N bytes
     if (!ParseU64(b, &last)) return RangeKind::kNone;

@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "common/log.h"
+#include "common/strings.h"
 #include "http/admission.h"
 #include "http/date.h"
 #include "http/uri.h"
@@ -330,7 +331,7 @@ Awaitable<bool> Server::Impl::ServeOne(Stream& stream, beast::flat_buffer& buf) 
   if (parser.content_length()) req.content_length = *parser.content_length();
   bool keep_alive = head.keep_alive() && !stopping;
   bool expect_continue = false;
-  if (auto e = req.Header("expect")) expect_continue = IEquals(*e, "100-continue");
+  if (auto e = req.Header("expect")) expect_continue = AsciiIEquals(*e, "100-continue");
   StreamResponse<Stream> resp(stream, req.method == "HEAD", keep_alive, limits.io_timeout);
   StreamBody<Stream> body(stream, buf, parser, expect_continue, limits.io_timeout);
   // The same test as the drain after the handler (below): a body left unread closes the

@@ -1,16 +1,8 @@
 #include "http/uri.h"
 
+#include "common/hex.h"
+
 namespace kvcs::http {
-namespace {
-
-int HexVal(char c) {
-  if (c >= '0' && c <= '9') return c - '0';
-  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
-  if (c >= 'A' && c <= 'F') return c - 'A' + 10;
-  return -1;
-}
-
-}  // namespace
 
 Result<std::string> UriDecode(std::string_view s) {
   std::string out;
@@ -21,7 +13,7 @@ Result<std::string> UriDecode(std::string_view s) {
       continue;
     }
     if (i + 2 >= s.size()) return InvalidArgument("truncated percent escape");
-    int hi = HexVal(s[i + 1]), lo = HexVal(s[i + 2]);
+    int hi = HexDigitValue(s[i + 1]), lo = HexDigitValue(s[i + 2]);
     if (hi < 0 || lo < 0) return InvalidArgument("bad percent escape");
     out.push_back(static_cast<char>(hi * 16 + lo));
     i += 2;

@@ -19,6 +19,8 @@
 
 #include "common/asio.h"
 #include "common/hex.h"
+#include "common/strings.h"
+#include "common/utc_time.h"
 #include "objcache/shm_buffer.h"
 #include "s3/http_util.h"
 #include "s3/sigv4.h"
@@ -48,13 +50,7 @@ double Since(std::chrono::steady_clock::time_point t0) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
 }
 
-std::string AmzDate(std::time_t t) {
-  std::tm tm{};
-  gmtime_r(&t, &tm);
-  char buf[32];
-  std::strftime(buf, sizeof buf, "%Y%m%dT%H%M%SZ", &tm);
-  return buf;
-}
+std::string AmzDate(std::time_t t) { return FormatUtc(t, "%Y%m%dT%H%M%SZ"); }
 
 Status Transport(const beast::error_code& ec, const char* what) {
   return Status(Code::kUnavailable, std::string("objcache client: ") + what + ": " + ec.message());
@@ -64,7 +60,7 @@ Status Transport(const beast::error_code& ec, const char* what) {
 
 std::optional<std::string> HttpResult::Header(std::string_view name) const {
   for (const auto& [k, v] : headers)
-    if (s3::IEquals(k, name)) return v;
+    if (AsciiIEquals(k, name)) return v;
   return std::nullopt;
 }
 
@@ -304,7 +300,7 @@ Result<HttpResult> Client::Request(const std::string& method, const std::string&
   std::string payload_hash;
   std::vector<std::pair<std::string, std::string>> hs;
   for (const auto& h : headers) {
-    if (s3::IEquals(h.first, "x-amz-content-sha256"))
+    if (AsciiIEquals(h.first, "x-amz-content-sha256"))
       payload_hash = h.second;
     else
       hs.push_back(h);

@@ -28,10 +28,7 @@ Status AwsChunkedDecoder::ParseHeader() {
   }
   uint64_t size = 0;
   for (char c : size_hex) {
-    int v = (c >= '0' && c <= '9')   ? c - '0'
-            : (c >= 'a' && c <= 'f') ? c - 'a' + 10
-            : (c >= 'A' && c <= 'F') ? c - 'A' + 10
-                                     : -1;
+    int v = HexDigitValue(c);
     if (v < 0) return S3Status(S3Error::kInvalidRequest, "aws-chunked: bad chunk size");
     size = size * 16 + static_cast<uint64_t>(v);
   }

@@ -4,8 +4,10 @@
 #include <memory>
 #include <mutex>
 
+#include "common/base64.h"
 #include "common/hex.h"
 #include "common/log.h"
+#include "common/strings.h"
 #include "s3/http_util.h"
 #include "s3/s3_error.h"
 #include "s3/sigv4.h"
@@ -85,47 +87,6 @@ bool EtagListMatches(std::string_view header, std::string_view etag) {
   return false;
 }
 
-Result<Bytes> Base64Decode(std::string_view in) {
-  auto val = [](char c) -> int {
-    if (c >= 'A' && c <= 'Z') return c - 'A';
-    if (c >= 'a' && c <= 'z') return c - 'a' + 26;
-    if (c >= '0' && c <= '9') return c - '0' + 52;
-    if (c == '+') return 62;
-    if (c == '/') return 63;
-    return -1;
-  };
-  if (in.size() % 4 != 0) return InvalidArgument("base64 length");
-  Bytes out;
-  for (size_t i = 0; i < in.size(); i += 4) {
-    int v[4];
-    int pad = 0;
-    for (int j = 0; j < 4; ++j) {
-      char c = in[i + j];
-      if (c == '=' && i + 4 == in.size() && j >= 2) {
-        v[j] = 0;
-        ++pad;
-      } else {
-        if (pad) return InvalidArgument("base64 padding");
-        v[j] = val(c);
-        if (v[j] < 0) return InvalidArgument("base64 character");
-      }
-    }
-    uint32_t n = (uint32_t(v[0]) << 18) | (uint32_t(v[1]) << 12) | (uint32_t(v[2]) << 6) | v[3];
-    out.push_back(uint8_t(n >> 16));
-    if (pad < 2) out.push_back(uint8_t(n >> 8));
-    if (pad < 1) out.push_back(uint8_t(n));
-  }
-  return out;
-}
-
-std::string Lower(std::string_view s) {
-  std::string out(s);
-  for (char& c : out) {
-    if (c >= 'A' && c <= 'Z') c = static_cast<char>(c + 32);
-  }
-  return out;
-}
-
 Result<PutOptions> OptionsFromHeaders(const ExtensionRequest& r) {
   PutOptions o;
   if (auto v = r.Header("content-type")) o.content_type = std::string(*v);
@@ -138,7 +99,7 @@ Result<PutOptions> OptionsFromHeaders(const ExtensionRequest& r) {
       std::string_view tok = rest.substr(0, comma);
       while (!tok.empty() && tok.front() == ' ') tok.remove_prefix(1);
       while (!tok.empty() && tok.back() == ' ') tok.remove_suffix(1);
-      if (!tok.empty() && !IEquals(tok, "aws-chunked")) {
+      if (!tok.empty() && !AsciiIEquals(tok, "aws-chunked")) {
         if (!kept.empty()) kept += ",";
         kept += tok;
       }
@@ -150,8 +111,8 @@ Result<PutOptions> OptionsFromHeaders(const ExtensionRequest& r) {
   if (auto v = r.Header("content-disposition")) o.content_disposition = std::string(*v);
   if (auto v = r.Header("cache-control")) o.cache_control = std::string(*v);
   for (const auto& [k, v] : r.headers) {
-    if (k.size() > 11 && IEquals(std::string_view(k).substr(0, 11), "x-amz-meta-")) {
-      o.user_meta.emplace_back(Lower(std::string_view(k).substr(11)), v);
+    if (k.size() > 11 && AsciiIEquals(std::string_view(k).substr(0, 11), "x-amz-meta-")) {
+      o.user_meta.emplace_back(AsciiLower(std::string_view(k).substr(11)), v);
     }
   }
   if (auto v = r.Header("content-md5")) {

@@ -3,17 +3,15 @@
 #include <cstdio>
 #include <ctime>
 
+#include "common/strings.h"
+#include "common/utc_time.h"
+
 namespace kvcs::s3 {
 
 std::string FormatIsoDate(int64_t unix_ms) {
-  std::time_t t = static_cast<std::time_t>(unix_ms / 1000);
-  std::tm tm{};
-  gmtime_r(&t, &tm);
-  char buf[64];
-  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%S", &tm);
-  char out[80];
-  std::snprintf(out, sizeof out, "%s.%03dZ", buf, static_cast<int>(unix_ms % 1000));
-  return out;
+  char ms[8];
+  std::snprintf(ms, sizeof ms, ".%03dZ", static_cast<int>(unix_ms % 1000));
+  return FormatUtc(unix_ms / 1000, "%Y-%m-%dT%H:%M:%S") + ms;
 }
 
 std::optional<int64_t> ParseAmzDate(std::string_view s) {
@@ -81,10 +79,7 @@ S3Address ResolveAddress(std::string_view host, std::string_view path,
     size_t colon = h.rfind(':');
     if (colon != std::string_view::npos) h = h.substr(0, colon);
   }
-  std::string lower(h);
-  for (char& c : lower) {
-    if (c >= 'A' && c <= 'Z') c = static_cast<char>(c + 32);
-  }
+  std::string lower = AsciiLower(h);
   for (const std::string& suffix : virtual_hosts) {
     if (lower.size() > suffix.size() + 1 &&
         lower.compare(lower.size() - suffix.size(), suffix.size(), suffix) == 0 &&

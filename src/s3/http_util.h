@@ -20,7 +20,6 @@ namespace kvcs::s3 {
 
 using http::ByteRange;
 using http::FormatHttpDate;
-using http::IEquals;
 using http::kMaxQueryParams;
 using http::ParseHttpDate;
 using http::ParseQuery;

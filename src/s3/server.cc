@@ -11,6 +11,7 @@
 #include "common/crypto.h"
 #include "common/hex.h"
 #include "common/log.h"
+#include "common/strings.h"
 #include "http/server.h"
 #include "s3/handlers.h"
 #include "s3/http_util.h"
@@ -128,7 +129,7 @@ Awaitable<void> Server::Impl::Serve(http::HandlerContext& hc) {
   if (aws_chunked) {
     er.content_length.reset();
     if (auto d = er.Header("x-amz-decoded-content-length")) {
-      er.content_length = std::strtoull(std::string(*d).c_str(), nullptr, 10);
+      er.content_length = ParseDecimal<uint64_t>(*d);  // absent when not a number
     }
   }
 

@@ -14,7 +14,7 @@ std::optional<std::string_view> Find(const HeaderPairs* pairs, std::string_view 
                                      bool case_insensitive) {
   if (!pairs) return std::nullopt;
   for (const auto& [k, v] : *pairs) {
-    if (case_insensitive ? IEquals(k, name) : k == name) return std::string_view(v);
+    if (case_insensitive ? AsciiIEquals(k, name) : k == name) return std::string_view(v);
   }
   return std::nullopt;
 }
@@ -240,7 +240,7 @@ CanonicalHeaders BuildCanonicalHeaders(const HeaderPairs& headers,
     std::string joined;
     bool found = false;
     for (const auto& [k, v] : headers) {
-      if (!IEquals(k, name)) continue;
+      if (!AsciiIEquals(k, name)) continue;
       if (found) joined.push_back(',');
       joined += CanonicalHeaderValue(v);
       found = true;

@@ -2,8 +2,6 @@
 
 #include "s3client/s3_client.h"
 
-#include <openssl/evp.h>
-
 #include <algorithm>
 #include <charconv>
 #include <chrono>
@@ -13,6 +11,7 @@
 #include <random>
 #include <thread>
 
+#include "common/base64.h"
 #include "common/crypto.h"
 #include "common/hex.h"
 #include "common/strings.h"
@@ -26,14 +25,6 @@ namespace {
 
 namespace http = boost::beast::http;
 using Clock = HttpConnection::Clock;
-
-std::string Base64(ByteSpan in) {
-  std::string out(4 * ((in.size() + 2) / 3) + 1, '\0');
-  int n = EVP_EncodeBlock(reinterpret_cast<unsigned char*>(out.data()), in.data(),
-                          static_cast<int>(in.size()));
-  out.resize(static_cast<size_t>(n));
-  return out;
-}
 
 // One logical request; signed afresh for every attempt.
 struct RequestSpec {
@@ -462,7 +453,7 @@ Result<std::string> S3Client::PutObject(std::string_view bucket, std::string_vie
   RequestSpec s = impl_->Spec(http::verb::put, Impl::ObjectPath(bucket, key));
   Impl::SetBody(&s, body);
   AddPutOptions(options, &s.headers);
-  if (content_md5) s.headers.emplace_back("content-md5", Base64(*content_md5));
+  if (content_md5) s.headers.emplace_back("content-md5", Base64Encode(*content_md5));
   KVCS_ASSIGN_OR_RETURN(HttpResponse r, impl_->Execute(s));
   return StripQuotes(r.Header("etag"));
 }
@@ -522,7 +513,7 @@ Result<std::string> S3Client::UploadPart(std::string_view bucket, std::string_vi
   s.query.emplace_back("partNumber", std::to_string(part_number));
   s.query.emplace_back("uploadId", std::string(upload_id));
   Impl::SetBody(&s, body);
-  if (content_md5) s.headers.emplace_back("content-md5", Base64(*content_md5));
+  if (content_md5) s.headers.emplace_back("content-md5", Base64Encode(*content_md5));
   KVCS_ASSIGN_OR_RETURN(HttpResponse r, impl_->Execute(s));
   return StripQuotes(r.Header("etag"));
 }

@@ -1,19 +1,13 @@
 #include "s3client/signer.h"
 
-#include <ctime>
-
+#include "common/utc_time.h"
 #include "s3/http_util.h"
 #include "s3/sigv4.h"
 
 namespace kvcs::s3client {
 
 std::string FormatAmzDate(int64_t unix_seconds) {
-  std::time_t t = static_cast<std::time_t>(unix_seconds);
-  std::tm tm{};
-  gmtime_r(&t, &tm);
-  char buf[32];
-  std::strftime(buf, sizeof(buf), "%Y%m%dT%H%M%SZ", &tm);
-  return buf;
+  return FormatUtc(unix_seconds, "%Y%m%dT%H%M%SZ");
 }
 
 std::string RequestTarget(const SignableRequest& req) {
