@@ -3,17 +3,15 @@
 // (kvcs-1/<scope>/<compat>/<anchor>/<pub_id> in hex) and one line per published layer; the layers
 // go out one per event-loop turn so subscribers receive them while later ones are produced. Runs
 // until interrupted, or --linger seconds after the last layer.
-#include <filesystem>
-#include <fstream>
 #include <iostream>
 
 #include "cli/cli_util.h"
 #include "cli/command.h"
+#include "cli/dev_cert.h"
 #include "cli/moq_util.h"
 #include "common/asio.h"
 #include "kvcs_stream/publisher.h"
 #include "moqt_endpoint/moqt_endpoint.h"
-#include "quic/tls.h"
 #include "tensorio/kv_cache.h"
 
 namespace kvcs::cli {
@@ -113,15 +111,10 @@ class Run {
       return Fail(kCmd, "--cert and --key go together", "pass both, or neither for a dev cert");
     }
     if (a_.cert.empty()) {
-      auto pem = quic::GenerateSelfSignedCert("localhost");
-      std::string dir = (std::filesystem::temp_directory_path() / "kvcs-publish-XXXXXX").string();
-      if (!pem.ok() || !mkdtemp(dir.data())) return Fail(kCmd, "cannot make a dev certificate");
-      a_.cert = dir + "/cert.pem";
-      a_.key = dir + "/key.pem";
-      std::ofstream(a_.cert) << pem->cert_pem;
-      std::ofstream(a_.key) << pem->key_pem;
-      std::filesystem::permissions(
-          a_.key, std::filesystem::perms::owner_read | std::filesystem::perms::owner_write);
+      auto dev = WriteDevCertificate("kvcs-publish");
+      if (!dev.ok()) return Fail(kCmd, dev.status().message());
+      a_.cert = dev->cert;
+      a_.key = dev->key;
       std::cout << "dev certificate " << a_.cert << " (clients: --ca this file, or --insecure)\n";
     }
     cfg.quic.cert_file = a_.cert;
