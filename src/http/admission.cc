@@ -7,7 +7,7 @@ namespace kvcs::http {
 
 ConnectionAdmission::ConnectionAdmission(const Limits& limits) : limits_(limits) {}
 
-ConnectionAdmission::Decision ConnectionAdmission::Admit(std::string_view address) {
+ConnectionAdmission::Decision ConnectionAdmission::Admit(std::string_view address, TimePoint now) {
   std::lock_guard<std::mutex> l(mu_);
   Decision d;
   if (stopping_) {
@@ -22,9 +22,13 @@ ConnectionAdmission::Decision ConnectionAdmission::Admit(std::string_view addres
     d.verdict = Verdict::kRefusedAddress;
     return d;
   }
-  // Make room: the oldest head-pending connections first, then the oldest idle ones.
+  // Make room: the oldest head-pending connection past its grace, else the oldest idle one, else
+  // the oldest head-pending one.
   while (connections_.size() >= std::max<size_t>(limits_.max_connections, 1)) {
-    auto& queue = !pending_.empty() ? pending_ : idle_;
+    bool old_pending =
+        !pending_.empty() &&
+        now - connections_.at(pending_.begin()->second).admitted >= limits_.eviction_grace;
+    auto& queue = old_pending || idle_.empty() ? pending_ : idle_;
     if (queue.empty()) {
       ++metrics_.refused_full;
       d.verdict = Verdict::kRefusedFull;
@@ -36,7 +40,7 @@ ConnectionAdmission::Decision ConnectionAdmission::Admit(std::string_view addres
     Forget(connections_.find(victim));
   }
   ConnectionId id = next_id_++;
-  Connection c{std::move(key), State::kHeadPending, next_order_++};
+  Connection c{std::move(key), State::kHeadPending, next_order_++, now};
   pending_.emplace(c.order, id);
   ++addresses_[c.address].connections;
   connections_.emplace(id, std::move(c));

@@ -1,15 +1,16 @@
 // Connection admission: which connections an http::Server serves, in total and per client
 // address, which it closes to make room at the cap, how long a request head may take, and how
-// many requests one address may have in flight. The one place that decides it; pure (no I/O, no
-// clock: "oldest" is the order connections entered their state), so its decisions are unit
-// tested (admission_test.cc). The server carries out the evictions it returns.
+// many requests one address may have in flight. The one place that decides it; pure (no I/O; the
+// clock is passed in), so its decisions are unit tested (admission_test.cc). The server carries
+// out the evictions it returns.
 //
 // Each admitted connection is in one of three states:
 //   head-pending  admitted, no request head completed yet (also during a TLS handshake);
 //   idle          a keep-alive connection waiting for its next request head;
 //   busy          serving a request.
-// At the total cap a newcomer evicts the oldest head-pending connection, else the oldest idle
-// one; only when all are busy is it refused. See docs/protocols/http.md. Thread-safe.
+// At the total cap a newcomer evicts the oldest head-pending connection pending longer than
+// limits.eviction_grace, else the oldest idle one, else the oldest head-pending one; only when
+// all are busy is it refused. See docs/protocols/http.md. Thread-safe.
 #ifndef KVCS_HTTP_ADMISSION_H_
 #define KVCS_HTTP_ADMISSION_H_
 
@@ -43,6 +44,7 @@ struct AdmissionMetrics {
 class ConnectionAdmission {
  public:
   using ConnectionId = uint64_t;
+  using TimePoint = std::chrono::steady_clock::time_point;
 
   enum class Verdict { kAdmitted, kRefusedAddress, kRefusedFull, kRefusedStopping };
   struct Decision {
@@ -56,7 +58,7 @@ class ConnectionAdmission {
   explicit ConnectionAdmission(const Limits& limits);
 
   // A newly accepted connection from `address` (any stable text form of the peer's address).
-  Decision Admit(std::string_view address);
+  Decision Admit(std::string_view address, TimePoint now);
   // The connection waits for a request head (its first, or the next on a keep-alive
   // connection). Returns the deadline for the head, or nullopt when the connection must close
   // now (evicted, or the server is stopping).
@@ -85,6 +87,7 @@ class ConnectionAdmission {
     std::string address;
     State state = State::kHeadPending;
     uint64_t order = 0;  // key in pending_ or idle_ while in those states
+    TimePoint admitted;
   };
   struct PerAddress {
     size_t connections = 0;

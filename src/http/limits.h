@@ -29,6 +29,11 @@ inline constexpr std::chrono::milliseconds kDefaultHeaderTimeout = std::chrono::
 inline constexpr std::chrono::milliseconds kDefaultHeaderTimeoutUnderPressure =
     std::chrono::seconds(2);
 inline constexpr uint32_t kDefaultPressurePercent = 75;
+// A connection younger than this is evicted for a newcomer only when no idle connection can go
+// instead: a real client sends its head about one round trip after connecting (500 ms is a
+// satellite path), so without this grace a stream of newcomers would evict each other before
+// any sent its head, and a flood would starve well-behaved newcomers.
+inline constexpr std::chrono::milliseconds kDefaultEvictionGrace = std::chrono::seconds(1);
 
 struct Limits {
   // Request line + headers. Presigned URLs with 1 KiB keys and a few dozen headers fit in
@@ -48,6 +53,9 @@ struct Limits {
   // ... or after this (when shorter) while at least pressure_percent of max_connections are open.
   std::chrono::milliseconds header_timeout_under_pressure = kDefaultHeaderTimeoutUnderPressure;
   uint32_t pressure_percent = kDefaultPressurePercent;
+  // Eviction order at the cap: head-pending connections older than this, then idle ones, then
+  // the younger head-pending ones (oldest first in each group).
+  std::chrono::milliseconds eviction_grace = kDefaultEvictionGrace;
   // Each body read and each response write must make progress within this.
   std::chrono::milliseconds io_timeout = std::chrono::seconds(120);
   // TLS handshake deadline.

@@ -474,7 +474,7 @@ Awaitable<void> Server::Impl::Accept() {
     // already gone shares the empty key.
     std::string address;
     if (auto peer = sock.remote_endpoint(ec); !ec) address = peer.address().to_string();
-    ConnectionAdmission::Decision d = admission.Admit(address);
+    ConnectionAdmission::Decision d = admission.Admit(address, std::chrono::steady_clock::now());
     if (!d.evict.empty()) Cancel(d.evict);
     if (d.verdict != ConnectionAdmission::Verdict::kAdmitted) {
       // Debug only: under a flood this line would be written once per refused connection.
