@@ -21,6 +21,7 @@
 #include <vector>
 
 #include "common/status.h"
+#include "http/limits.h"
 
 namespace kvcs::s3 {
 
@@ -41,6 +42,8 @@ struct ServerConfig {
   std::string tls_cert_file;  // PEM; TLS is on when both files are set
   std::string tls_key_file;
   int io_threads = 4;
+  // Connection admission and bounds of the HTTP server (docs/protocols/http.md).
+  http::Limits http_limits;
 };
 
 // Parses the config text into *config (keys are added; scalars replaced).

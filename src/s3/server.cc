@@ -79,7 +79,8 @@ http::ServerOptions HttpOptions(const ServerConfig& c) {
   o.tls_cert_file = c.tls_cert_file;
   o.tls_key_file = c.tls_key_file;
   o.io_threads = c.io_threads;
-  return o;  // today's limits (http::Limits' defaults), no body limit
+  o.limits = c.http_limits;  // http::Limits' defaults unless the CLI set them; no body limit
+  return o;
 }
 
 }  // namespace
