@@ -149,6 +149,7 @@ Awaitable<void> Server::Impl::Serve(http::HandlerContext& hc) {
       early = auth.status();
     } else {
       er.access_key = auth->access_key;
+      er.user_id = UserOf(config, er.access_key).id;
       const std::string& ph = auth->payload_hash;
       if (ph == kStreamingSignedPayload) {
         ChunkSigning cs{auth->signing_key, auth->amz_date, auth->scope, auth->seed_signature};
