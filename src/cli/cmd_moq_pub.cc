@@ -8,6 +8,7 @@
 #include <iostream>
 
 #include "cli/command.h"
+#include "cli/dev_cert.h"
 #include "cli/moq_util.h"
 #include "common/asio.h"
 #include "moqt_endpoint/moqt_endpoint.h"
@@ -136,18 +137,10 @@ class Publisher {
       return Fail(kCmd, "--cert and --key go together", "pass both, or neither for a dev cert");
     }
     if (a_.cert.empty()) {
-      // A fresh self-signed development certificate in a private temp dir.
-      auto pem = quic::GenerateSelfSignedCert("localhost");
-      if (!pem.ok()) return Fail(kCmd, "dev certificate: " + pem.status().message());
-      std::string dir_t = (std::filesystem::temp_directory_path() / "kvcs-moq-pub-XXXXXX").string();
-      if (!mkdtemp(dir_t.data())) return Fail(kCmd, "cannot create a temp dir for the dev cert");
-      std::filesystem::path dir(dir_t);
-      a_.cert = (dir / "cert.pem").string();
-      a_.key = (dir / "key.pem").string();
-      std::ofstream(a_.cert) << pem->cert_pem;
-      std::ofstream(a_.key) << pem->key_pem;
-      std::filesystem::permissions(
-          a_.key, std::filesystem::perms::owner_read | std::filesystem::perms::owner_write);
+      auto dev = WriteDevCertificate("kvcs-moq-pub");
+      if (!dev.ok()) return Fail(kCmd, dev.status().message());
+      a_.cert = dev->cert;
+      a_.key = dev->key;
       std::cout << "dev certificate " << a_.cert
                 << " (name localhost; clients: --ca this file, or --insecure)" << std::endl;
     }

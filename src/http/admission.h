@@ -1,37 +1,114 @@
-// Connection admission: whether the server serves a newly accepted connection. The one place that
-// decides it, so a fairer policy (per-peer shares, waiting instead of closing) replaces only this.
+// Connection admission: which connections an http::Server serves, in total and per client
+// address, which it closes to make room at the cap, how long a request head may take, and how
+// many requests one address may have in flight. The one place that decides it; pure (no I/O; the
+// clock is passed in), so its decisions are unit tested (admission_test.cc). The server carries
+// out the evictions it returns.
 //
-// Today: a fixed cap on concurrent connections; past it new connections are closed at once (each
-// holds a socket, a 64 KiB receive buffer and a coroutine frame). Thread-safe.
+// Each admitted connection is in one of three states:
+//   head-pending  admitted, no request head completed yet (also during a TLS handshake);
+//   idle          a keep-alive connection waiting for its next request head;
+//   busy          serving a request.
+// At the total cap a newcomer evicts the oldest head-pending connection pending longer than
+// limits.eviction_grace, else the oldest idle one, else the oldest head-pending one; only when
+// all are busy is it refused. See docs/protocols/http.md. Thread-safe.
 #ifndef KVCS_HTTP_ADMISSION_H_
 #define KVCS_HTTP_ADMISSION_H_
 
-#include <atomic>
+#include <chrono>
 #include <cstddef>
+#include <cstdint>
+#include <map>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <vector>
+
+#include "http/limits.h"
 
 namespace kvcs::http {
 
+// Counters since the server started; each refusal and eviction by cause.
+struct AdmissionMetrics {
+  uint64_t admitted = 0;                     // connections served
+  uint64_t refused_address_connections = 0;  // the address had max_connections_per_address
+  uint64_t refused_full = 0;                 // at max_connections with every connection busy
+  uint64_t refused_stopping = 0;             // accepted while the server stopped
+  uint64_t evicted_head_pending = 0;         // closed at the cap: no request head completed
+  uint64_t evicted_idle = 0;                 // closed at the cap: idle keep-alive
+  uint64_t refused_address_requests = 0;     // 503: the address had max_requests_per_address
+  uint64_t head_deadline_closes = 0;         // closed: no (next) request head within the deadline
+};
+
 class ConnectionAdmission {
  public:
-  explicit ConnectionAdmission(size_t max_connections) : max_(max_connections) {}
+  using ConnectionId = uint64_t;
+  using TimePoint = std::chrono::steady_clock::time_point;
 
-  // True when the connection may be served; the caller then calls Release() once when it ends.
-  bool TryAdmit() {
-    size_t n = active_.load();
-    while (n < max_) {
-      if (active_.compare_exchange_weak(n, n + 1)) return true;
-    }
-    return false;
-  }
-  // Ends an admitted connection; returns the number still active.
-  size_t Release() { return --active_; }
+  enum class Verdict { kAdmitted, kRefusedAddress, kRefusedFull, kRefusedStopping };
+  struct Decision {
+    Verdict verdict = Verdict::kRefusedFull;
+    ConnectionId id = 0;  // when admitted
+    // Connections to close now to make room, also when refused (already released here: their
+    // later Release() and every other call on them are no-ops or answer "gone").
+    std::vector<ConnectionId> evict;
+  };
 
-  size_t active() const { return active_.load(); }
-  size_t max() const { return max_; }
+  explicit ConnectionAdmission(const Limits& limits);
+
+  // A newly accepted connection from `address` (any stable text form of the peer's address).
+  Decision Admit(std::string_view address, TimePoint now);
+  // The connection waits for a request head (its first, or the next on a keep-alive
+  // connection). Returns the deadline for the head, or nullopt when the connection must close
+  // now (evicted, or the server is stopping).
+  std::optional<std::chrono::milliseconds> AwaitHead(ConnectionId id);
+  enum class HeadVerdict { kServe, kRefusedAddressRequests, kGone };
+  // A request head arrived: kServe makes the connection busy until its next AwaitHead or its
+  // Release; kRefusedAddressRequests: answer 503 and close; kGone: evicted, close.
+  HeadVerdict HeadArrived(ConnectionId id);
+  // The head deadline passed (counted only).
+  void NoteHeadDeadline();
+  // The connection ended. Returns the number of connections still admitted.
+  size_t Release(ConnectionId id);
+  // Refuses every later admission and AwaitHead; returns the connections waiting for a head
+  // (head-pending or idle) so the caller can close them.
+  std::vector<ConnectionId> BeginStop();
+  // Whether `id` is still admitted (not evicted, not released).
+  bool Live(ConnectionId id) const;
+
+  size_t active() const;
+  const Limits& limits() const { return limits_; }
+  AdmissionMetrics metrics() const;
 
  private:
-  const size_t max_;
-  std::atomic<size_t> active_{0};
+  enum class State { kHeadPending, kIdle, kBusy };
+  struct Connection {
+    std::string address;
+    State state = State::kHeadPending;
+    uint64_t order = 0;  // key in pending_ or idle_ while in those states
+    TimePoint admitted;
+  };
+  struct PerAddress {
+    size_t connections = 0;
+    size_t busy = 0;
+  };
+
+  // REQUIRES: mu_ held. Removes the connection from its state's queue.
+  void LeaveState(Connection& c);
+  // REQUIRES: mu_ held. Forgets `id` entirely.
+  void Forget(std::unordered_map<ConnectionId, Connection>::iterator it);
+
+  const Limits limits_;
+  mutable std::mutex mu_;
+  bool stopping_ = false;
+  ConnectionId next_id_ = 1;
+  uint64_t next_order_ = 1;
+  std::unordered_map<ConnectionId, Connection> connections_;
+  std::unordered_map<std::string, PerAddress> addresses_;
+  std::map<uint64_t, ConnectionId> pending_;  // oldest first
+  std::map<uint64_t, ConnectionId> idle_;     // oldest first
+  AdmissionMetrics metrics_;
 };
 
 }  // namespace kvcs::http

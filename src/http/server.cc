@@ -12,10 +12,10 @@
 #include <boost/beast/ssl.hpp>
 #include <csignal>
 #include <functional>
-#include <list>
 #include <mutex>
 #include <optional>
 #include <thread>
+#include <unordered_map>
 #include <vector>
 
 #include "common/log.h"
@@ -254,38 +254,70 @@ struct Server::Impl {
   ConnectionAdmission admission;
   std::atomic<bool> stopping{false};
 
-  // Idle sessions register here so Stop() can close them at once.
+  // Every live connection's stream, by admission id, so evictions and Stop() can close it. An
+  // entry is added and removed on the connection's strand, where the stream lives.
+  using ConnectionId = ConnectionAdmission::ConnectionId;
   std::mutex sessions_mu;
-  std::list<std::pair<beast::tcp_stream*, asio::any_io_executor>> idle_sessions;
+  std::unordered_map<ConnectionId, std::pair<beast::tcp_stream*, asio::any_io_executor>> sessions;
 
-  explicit Impl(ServerOptions o)
-      : options(std::move(o)), admission(options.limits.max_connections) {}
+  // Keeps `stream` in `sessions` for the life of a connection coroutine.
+  class Registration {
+   public:
+    Registration(Impl& impl, ConnectionId id, beast::tcp_stream& stream) : impl_(impl), id_(id) {
+      std::lock_guard<std::mutex> l(impl_.sessions_mu);
+      impl_.sessions.emplace(id, std::make_pair(&stream, stream.get_executor()));
+    }
+    ~Registration() {
+      std::lock_guard<std::mutex> l(impl_.sessions_mu);
+      impl_.sessions.erase(id_);
+    }
+    Registration(const Registration&) = delete;
+    Registration& operator=(const Registration&) = delete;
+
+   private:
+    Impl& impl_;
+    ConnectionId id_;
+  };
+
+  explicit Impl(ServerOptions o) : options(std::move(o)), admission(options.limits) {}
 
   const char* name() const { return options.name.c_str(); }
 
   template <class Stream>
-  Awaitable<void> Session(Stream& stream);
+  Awaitable<void> Session(Stream& stream, ConnectionId id);
   template <class Stream>
-  Awaitable<bool> ServeOne(Stream& stream, beast::flat_buffer& buf);
+  Awaitable<bool> ServeOne(Stream& stream, beast::flat_buffer& buf, ConnectionId id);
   Awaitable<void> Accept();
-  Awaitable<void> RunConnection(tcp::socket s);
+  Awaitable<void> RunConnection(tcp::socket s, ConnectionId id);
+  // Cancels the pending operations of these connections (on their strands); a connection not
+  // registered yet notices at registration (admission.Live) or at its next AwaitHead.
+  void Cancel(const std::vector<ConnectionId>& ids);
   void BeginStop();
 };
 
+void Server::Impl::Cancel(const std::vector<ConnectionId>& ids) {
+  std::lock_guard<std::mutex> l(sessions_mu);
+  for (ConnectionId id : ids) {
+    auto it = sessions.find(id);
+    if (it == sessions.end()) continue;
+    // Runs on the connection's strand: if it is still registered there, its stream is alive.
+    asio::post(it->second.second, [this, id] {
+      std::lock_guard<std::mutex> l2(sessions_mu);
+      auto s = sessions.find(id);
+      if (s != sessions.end()) s->second.first->cancel();
+    });
+  }
+}
+
 template <class Stream>
-Awaitable<void> Server::Impl::Session(Stream& stream) {
+Awaitable<void> Server::Impl::Session(Stream& stream, ConnectionId id) {
   beast::flat_buffer buf;
   // Beast receives at most max(512, free capacity) bytes per read: without this a request body
   // arrived 512 bytes per recv call.
   buf.reserve(options.limits.receive_buffer_bytes);
   for (;;) {
     if (stopping) break;
-    {
-      auto ex = co_await asio::this_coro::executor;
-      std::lock_guard<std::mutex> l(sessions_mu);
-      idle_sessions.emplace_front(&Lowest(stream), ex);
-    }
-    bool keep = co_await ServeOne(stream, buf);
+    bool keep = co_await ServeOne(stream, buf, id);
     if (!keep) break;
   }
   beast::error_code ec;
@@ -293,23 +325,22 @@ Awaitable<void> Server::Impl::Session(Stream& stream) {
 }
 
 template <class Stream>
-Awaitable<bool> Server::Impl::ServeOne(Stream& stream, beast::flat_buffer& buf) {
+Awaitable<bool> Server::Impl::ServeOne(Stream& stream, beast::flat_buffer& buf, ConnectionId id) {
   const Limits& limits = options.limits;
-  // The registration made in Session() is removed as soon as a request head arrives.
-  auto unregister = [&] {
-    std::lock_guard<std::mutex> l(sessions_mu);
-    idle_sessions.remove_if([&](auto& p) { return p.first == &Lowest(stream); });
-  };
+  // No suspension between AwaitHead and starting the read: an eviction or Stop() (posted to
+  // this strand) either finds the read pending and cancels it, or AwaitHead says "close".
+  std::optional<std::chrono::milliseconds> head_deadline = admission.AwaitHead(id);
+  if (!head_deadline) co_return false;
   bhttp::request_parser<bhttp::buffer_body> parser;
   parser.header_limit(limits.max_header_bytes);
   // Unbounded while the head is read: a declared length over max_body_bytes is answered 413 below
   // rather than failing the head read.
   parser.body_limit(std::numeric_limits<std::uint64_t>::max());
   beast::error_code ec;
-  Lowest(stream).expires_after(limits.header_timeout);
+  Lowest(stream).expires_after(*head_deadline);
   co_await bhttp::async_read_header(stream, buf, parser,
                                     asio::redirect_error(asio::use_awaitable, ec));
-  unregister();
+  if (ec == beast::error::timeout) admission.NoteHeadDeadline();
   if (ec) {
     if (ec != bhttp::error::end_of_stream && ec != asio::error::eof &&
         ec != beast::error::timeout && ec != asio::error::operation_aborted) {
@@ -320,6 +351,17 @@ Awaitable<bool> Server::Impl::ServeOne(Stream& stream, beast::flat_buffer& buf) 
       }
     }
     co_return false;
+  }
+  switch (admission.HeadArrived(id)) {
+    case ConnectionAdmission::HeadVerdict::kServe:
+      break;
+    case ConnectionAdmission::HeadVerdict::kGone:
+      co_return false;
+    case ConnectionAdmission::HeadVerdict::kRefusedAddressRequests: {
+      StreamResponse<Stream> resp(stream, false, false, limits.io_timeout);
+      co_await error_responder(resp, 503, "Too many requests in flight from this address");
+      co_return false;
+    }
   }
   parser.body_limit(limits.max_body_bytes);  // counts chunked bodies as they arrive
   auto& head = parser.get();
@@ -398,18 +440,21 @@ Awaitable<bool> Server::Impl::ServeOne(Stream& stream, beast::flat_buffer& buf) 
   co_return keep_alive && !stopping;
 }
 
-Awaitable<void> Server::Impl::RunConnection(tcp::socket s) {
+Awaitable<void> Server::Impl::RunConnection(tcp::socket s, ConnectionId id) {
   if (tls) {
     beast::ssl_stream<beast::tcp_stream> stream(beast::tcp_stream(std::move(s)), *tls);
+    Registration registration(*this, id, Lowest(stream));
+    if (!admission.Live(id)) co_return;  // evicted before it was registered
     beast::error_code ec;
     Lowest(stream).expires_after(options.limits.handshake_timeout);
     co_await stream.async_handshake(asio::ssl::stream_base::server,
                                     asio::redirect_error(asio::use_awaitable, ec));
     if (ec) co_return;
-    co_await Session(stream);
+    co_await Session(stream, id);
   } else {
     beast::tcp_stream stream(std::move(s));
-    co_await Session(stream);
+    Registration registration(*this, id, stream);
+    co_await Session(stream, id);
   }
 }
 
@@ -426,15 +471,25 @@ Awaitable<void> Server::Impl::Accept() {
       KVCS_LOG_WARN("{}: accept: {}", name(), ec.message());
       continue;
     }
-    if (!admission.TryAdmit()) {
-      KVCS_LOG_WARN("{}: connection limit ({}) reached; closing a new connection", name(),
-                    admission.max());
+    // Per-address limits key on the peer's IP address (text form); a socket whose peer is
+    // already gone shares the empty key.
+    std::string address;
+    if (auto peer = sock.remote_endpoint(ec); !ec) address = peer.address().to_string();
+    ConnectionAdmission::Decision d = admission.Admit(address, std::chrono::steady_clock::now());
+    if (!d.evict.empty()) Cancel(d.evict);
+    if (d.verdict != ConnectionAdmission::Verdict::kAdmitted) {
+      // Debug only: under a flood this line would be written once per refused connection.
+      KVCS_LOG_DEBUG("{}: refusing a connection from {} ({})", name(), address,
+                     d.verdict == ConnectionAdmission::Verdict::kRefusedAddress
+                         ? "per-address connection limit"
+                         : "connection limit, every connection busy");
       sock.close(ec);
       continue;
     }
     sock.set_option(tcp::no_delay(true), ec);
-    asio::co_spawn(strand, RunConnection(std::move(sock)), [this](std::exception_ptr e) {
-      if (admission.Release() == 0 && stopping) ioc.stop();  // the last connection drained
+    ConnectionId id = d.id;
+    asio::co_spawn(strand, RunConnection(std::move(sock), id), [this, id](std::exception_ptr e) {
+      if (admission.Release(id) == 0 && stopping) ioc.stop();  // the last connection drained
       if (e) {
         try {
           std::rethrow_exception(e);
@@ -452,23 +507,9 @@ void Server::Impl::BeginStop() {
   asio::post(ioc, [this] {
     beast::error_code ec;
     if (acceptor) acceptor->close(ec);
+    // Connections waiting for a request head are closed now; later AwaitHeads answer "close".
+    Cancel(admission.BeginStop());
     if (admission.active() == 0) ioc.stop();
-    std::lock_guard<std::mutex> l(sessions_mu);
-    for (auto& [s, ex] : idle_sessions) {
-      // Runs on the session's strand: if the session is still registered there, it is parked in
-      // async_read_header and its stream is alive.
-      // Match the executor too: a stream freed and reallocated at the same address by another
-      // connection (another strand; this one is kept alive by the posted handler) is not ours.
-      asio::post(ex, [this, s = s, ex = ex] {
-        std::lock_guard<std::mutex> l2(sessions_mu);
-        for (auto& p : idle_sessions) {
-          if (p.first == s && p.second == ex) {
-            s->cancel();
-            break;
-          }
-        }
-      });
-    }
   });
   auto timer = std::make_shared<asio::steady_timer>(ioc, options.limits.shutdown_grace);
   timer->async_wait([this, timer](beast::error_code) { ioc.stop(); });
@@ -535,7 +576,17 @@ void Server::Run(bool handle_signals) {
   for (int i = 1; i < n; ++i) threads.emplace_back([&s] { s.ioc.run(); });
   s.ioc.run();
   for (auto& t : threads) t.join();
+  AdmissionMetrics m = s.admission.metrics();
+  KVCS_LOG_INFO(
+      "{}: connections admitted {}, refused {} (per-address {}, all busy {}, stopping {}), "
+      "evicted {} (no head {}, idle {}); requests refused per-address {}; head deadlines {}",
+      s.name(), m.admitted, m.refused_address_connections + m.refused_full + m.refused_stopping,
+      m.refused_address_connections, m.refused_full, m.refused_stopping,
+      m.evicted_head_pending + m.evicted_idle, m.evicted_head_pending, m.evicted_idle,
+      m.refused_address_requests, m.head_deadline_closes);
 }
+
+AdmissionMetrics Server::admission_metrics() const { return impl_->admission.metrics(); }
 
 void Server::Stop() { impl_->BeginStop(); }
 

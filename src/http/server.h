@@ -20,44 +20,18 @@
 #include <chrono>
 #include <cstdint>
 #include <functional>
-#include <limits>
 #include <memory>
 #include <string>
 #include <string_view>
 
 #include "common/status.h"
+#include "http/admission.h"
 #include "http/awaitable.h"
+#include "http/limits.h"
 #include "http/response_writer.h"
 #include "http/router.h"
 
 namespace kvcs::http {
-
-// Bounds of the server; the defaults are what `kvcs store` serves with. The reasons are in
-// docs/protocols/http.md.
-struct Limits {
-  // Request line + headers. Presigned URLs with 1 KiB keys and a few dozen headers fit in
-  // 16 KiB; 64 KiB leaves room for long x-amz-meta-* sets.
-  uint32_t max_header_bytes = 64 * 1024;
-  // Concurrent connections; beyond this new ones are closed at once (fd and memory bound).
-  size_t max_connections = 1024;
-  // Idle keep-alive connections and slow request heads are closed after this.
-  std::chrono::milliseconds header_timeout = std::chrono::seconds(60);
-  // Each body read and each response write must make progress within this.
-  std::chrono::milliseconds io_timeout = std::chrono::seconds(120);
-  // TLS handshake deadline.
-  std::chrono::milliseconds handshake_timeout = std::chrono::seconds(30);
-  // Request bodies longer than this are refused (413 for a declared length, a failing Read for
-  // a chunked body). Unbounded by default: S3 objects stream through bounded buffers anyway.
-  uint64_t max_body_bytes = std::numeric_limits<uint64_t>::max();
-  // Unread request bodies up to this size are drained to keep the connection; larger ones close
-  // it.
-  uint64_t max_drain_bytes = 256 * 1024;
-  // Receive buffer of a connection (request heads and bodies). Beast reads at most its free
-  // capacity at a time; 64 KiB × max_connections bounds the total at 64 MiB.
-  size_t receive_buffer_bytes = 64 * 1024;
-  // On shutdown, in-flight requests get this long before the event loop stops.
-  std::chrono::milliseconds shutdown_grace = std::chrono::seconds(5);
-};
 
 struct ServerOptions {
   std::string name = "http";  // prefix of log lines
@@ -94,6 +68,10 @@ class Server {
   // In-flight requests get limits.shutdown_grace; then connections are closed.
   void Run(bool handle_signals);
   void Stop();
+
+  // Counters of admitted, refused and evicted connections and refused requests, by cause.
+  // Thread-safe. Run() logs them once when it returns.
+  AdmissionMetrics admission_metrics() const;
 
  private:
   struct Impl;

@@ -142,6 +142,20 @@ TEST_F(RetrievalTest, LiveJoinBeforeDuringAndAfterProductionExactlyOnce) {
   EXPECT_GE(before.report->deadline_ms, 12u * 10);  // 12 tokens x 10 layers x 1 ms
 }
 
+TEST_F(RetrievalTest, ManifestEveryLayerHandsEachLayerOverAsSoonAsItIsPublished) {
+  PublisherConfig c = PubConfig();
+  c.manifest_every_layers = 1;
+  Create(c);
+  Serve(&store_);
+  Got got;
+  auto r = Start(Options(RetrievalMode::kLive, tokens_), &got);
+  for (uint32_t l = 0; l < d_.layers; ++l) {
+    PublishLayers(l + 1);
+    EXPECT_EQ(got.layers.size(), size_t{l} + 1) << "layer " << l << " waited";
+  }
+  ExpectAllOnce(got);
+}
+
 TEST_F(RetrievalTest, CompletedLayerRangeFirstBlocks) {
   Create(PubConfig());
   PublishLayers(d_.layers);

@@ -14,6 +14,7 @@
 #include "objcache/read_window.h"
 #include "objcache/service_resources.h"
 #include "objcache/shm_delivery.h"
+#include "s3/access.h"
 
 namespace kvcs::objcache {
 
@@ -70,9 +71,10 @@ Awaitable<void> AggregatedGetHandler::Handle(ExtensionContext& ctx) {
       co_return;
     }
   }
-  auto bucket_ok = ctx.store.HeadBucket(ctx.request.bucket);
+  // Only the bucket's owner (s3/access.h): others get 403 AccessDenied.
+  Status bucket_ok = s3::CheckBucketAccess(ctx.store, ctx.request.bucket, ctx.request.user_id);
   if (!bucket_ok.ok()) {
-    co_await StoreError(ctx, bucket_ok.status());
+    co_await StoreError(ctx, bucket_ok);
     co_return;
   }
   // The buffer serves one request at a time: wait for an earlier one to end (its client may have

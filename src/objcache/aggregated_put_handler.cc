@@ -20,6 +20,7 @@
 #include "objcache/handler_errors.h"
 #include "objcache/offload_job.h"
 #include "objcache/service_resources.h"
+#include "s3/access.h"
 #include "s3/sigv4.h"
 
 namespace kvcs::objcache {
@@ -163,9 +164,10 @@ Awaitable<void> AggregatedPutHandler::Handle(ExtensionContext& ctx) {
     co_await BadRequest(ctx, header.status());
     co_return;
   }
-  auto bucket_ok = ctx.store.HeadBucket(ctx.request.bucket);
+  // Only the bucket's owner (s3/access.h): others get 403 AccessDenied.
+  Status bucket_ok = s3::CheckBucketAccess(ctx.store, ctx.request.bucket, ctx.request.user_id);
   if (!bucket_ok.ok()) {
-    co_await StoreError(ctx, bucket_ok.status());
+    co_await StoreError(ctx, bucket_ok);
     co_return;
   }
   // Strings reach the jobs through the heap (see the NOTE on OffloadJob).

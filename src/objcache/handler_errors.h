@@ -1,7 +1,7 @@
 // The S3-style error answers the aggregated handlers (aggregated_get_handler.h,
 // aggregated_put_handler.h) share: a 400 for a malformed request, and the answer to a store
-// failure (404 NoSuchBucket / NoSuchKey, else 500). The KVSP endpoints answer in plain text
-// instead (kvsp_endpoints.cc).
+// failure (404 NoSuchBucket / NoSuchKey, 403 AccessDenied, else 500). The KVSP endpoints answer in
+// plain text instead (kvsp_endpoints.cc).
 #ifndef KVCS_OBJCACHE_HANDLER_ERRORS_H_
 #define KVCS_OBJCACHE_HANDLER_ERRORS_H_
 
@@ -12,7 +12,8 @@ namespace kvcs::objcache {
 
 // 400 InvalidRequest with the status's message.
 s3::Awaitable<void> BadRequest(s3::ExtensionContext& ctx, const Status& s);
-// 404 NoSuchBucket or NoSuchKey for those store errors, 500 InternalError otherwise.
+// 404 NoSuchBucket or NoSuchKey for those store errors, 403 AccessDenied for s3's
+// S3Error::kAccessDenied (s3/access.h), 500 InternalError otherwise.
 s3::Awaitable<void> StoreError(s3::ExtensionContext& ctx, const Status& s);
 
 }  // namespace kvcs::objcache

@@ -44,7 +44,21 @@ Status ParseConfig(std::string_view text, ServerConfig* config) {
     std::string name(TrimLine(line.substr(0, eq)));
     std::string value(TrimLine(line.substr(eq + 1)));
     if (!current_key.empty()) {
-      if (name != "secret") return InvalidArgument(where() + "a [key] section holds secret =");
+      if (name == "user") {
+        if (value.empty() || value.size() > 128) {
+          return InvalidArgument(where() + "user id must be 1..128 characters");
+        }
+        config->users[current_key].id = value;
+        continue;
+      }
+      if (name == "display_name") {
+        if (value.empty()) return InvalidArgument(where() + "empty display_name");
+        config->users[current_key].display_name = value;
+        continue;
+      }
+      if (name != "secret") {
+        return InvalidArgument(where() + "a [key] section holds secret =, user =, display_name =");
+      }
       if (value.empty()) return InvalidArgument(where() + "empty secret");
       config->secrets[current_key] = value;
     } else if (name == "region") {
@@ -62,6 +76,15 @@ Status ParseConfig(std::string_view text, ServerConfig* config) {
     }
   }
   return Status::Ok();
+}
+
+User UserOf(const ServerConfig& config, std::string_view access_key) {
+  User u;
+  if (auto it = config.users.find(std::string(access_key)); it != config.users.end())
+    u = it->second;
+  if (u.id.empty()) u.id = std::string(access_key);  // no user =: the key is its own user
+  if (u.display_name.empty()) u.display_name = u.id;
+  return u;
 }
 
 Status LoadConfigFile(const std::string& path, ServerConfig* config) {

@@ -74,6 +74,9 @@ struct ExtensionRequest : http::Request {
   std::string bucket;
   std::string key;
   std::string access_key;  // authenticated access key (kSigV4), empty for kNone
+  // The user that key acts as (ServerConfig::users, s3/config.h UserOf); empty for kNone. Check
+  // a bucket with s3/access.h CheckBucketAccess(store, bucket, user_id).
+  std::string user_id;
 };
 
 // The request body, read in caller-sized chunks. For kSigV4 requests it is the verified,

@@ -8,6 +8,7 @@
 #include "common/hex.h"
 #include "common/log.h"
 #include "common/strings.h"
+#include "s3/access.h"
 #include "s3/http_util.h"
 #include "s3/s3_error.h"
 #include "s3/sigv4.h"
@@ -154,7 +155,22 @@ Awaitable<void> SendEmpty(S3Context& ctx, int status, HeaderList extra = {}) {
   if (s.ok()) co_await ctx.response.Finish();
 }
 
-std::string Owner() { return "<Owner><ID>kvcs</ID><DisplayName>kvcs</DisplayName></Owner>"; }
+// <ID> and <DisplayName> of `u` (the children of <Owner> and of a CanonicalUser <Grantee>).
+std::string UserXml(const User& u) { return Tag("ID", u.id) + Tag("DisplayName", u.display_name); }
+
+// The <Owner> of what a request sees: the requesting user, who passed CheckBucketAccess, so owns
+// the bucket and (bucket owner enforced) its objects and uploads.
+std::string Owner(const S3Context& ctx) {
+  return "<Owner>" + UserXml(UserOf(ctx.config, ctx.request.access_key)) + "</Owner>";
+}
+
+// The user `id` names: the display name of the first configured key acting as it, else the id.
+User UserById(const ServerConfig& config, std::string_view id) {
+  for (const auto& [key, u] : config.users) {
+    if (u.id == id) return UserOf(config, key);
+  }
+  return User{std::string(id), std::string(id)};
+}
 
 // ---------------------------------------------------------------- buckets
 
@@ -162,8 +178,9 @@ Awaitable<void> ListBuckets(S3Context& ctx) {
   auto buckets = ctx.store.ListBuckets();
   if (!buckets.ok()) co_return co_await SendS3Error(ctx, buckets.status());
   std::string x(kXmlDecl);
-  x += "<ListAllMyBucketsResult" + std::string(kNs) + ">" + Owner() + "<Buckets>";
+  x += "<ListAllMyBucketsResult" + std::string(kNs) + ">" + Owner(ctx) + "<Buckets>";
   for (const auto& b : *buckets) {
+    if (!CheckBucketAccess(b, ctx.request.user_id).ok()) continue;  // another user's
     x += "<Bucket>" + Tag("Name", b.name) + Tag("CreationDate", FormatIsoDate(b.created_ms)) +
          "</Bucket>";
   }
@@ -174,7 +191,20 @@ Awaitable<void> ListBuckets(S3Context& ctx) {
 Awaitable<void> CreateBucket(S3Context& ctx) {
   auto body = co_await ctx.body.ReadAll(kMaxSmallBodyBytes);  // CreateBucketConfiguration: ignored
   if (!body.ok()) co_return co_await SendS3Error(ctx, body.status());
-  Status s = ctx.store.CreateBucket(ctx.request.bucket);
+  Status s = ctx.store.CreateBucketOwnedBy(ctx.request.bucket, ctx.request.user_id);
+  if (s.Is(store::StoreError::kBucketAlreadyExists)) {
+    // Another user's name: BucketAlreadyExists. Our own: us-east-1 answers 200 (the legacy
+    // behaviour boto3 and awscli expect there), other regions BucketAlreadyOwnedByYou.
+    auto existing = ctx.store.HeadBucket(ctx.request.bucket);
+    bool mine = existing.ok() && CheckBucketAccess(*existing, ctx.request.user_id).ok();
+    if (!mine) {
+      s = S3Status(S3Error::kBucketAlreadyExists,
+                   "The requested bucket name is not available. The bucket namespace is shared "
+                   "by all users of the system. Please select a different name and try again.");
+    } else if (ctx.config.region == "us-east-1") {
+      s = Status::Ok();
+    }
+  }
   if (!s.ok()) co_return co_await SendS3Error(ctx, s);
   HeaderList h;
   h.emplace_back("Location", "/" + ctx.request.bucket);
@@ -218,14 +248,19 @@ Awaitable<void> GetAcl(S3Context& ctx) {
     auto h = ctx.store.Head(ctx.request.bucket, ctx.request.key);
     if (!h.ok()) co_return co_await SendS3Error(ctx, h.status());
   }
-  co_await SendXml(
-      ctx, 200,
-      std::string(kXmlDecl) + "<AccessControlPolicy" + std::string(kNs) + ">" + Owner() +
-          "<AccessControlList><Grant><Grantee "
-          "xmlns:xsi=\"http://www.w3.org/2001/XMLSchema-instance\" "
-          "xsi:type=\"CanonicalUser\"><ID>kvcs</ID><DisplayName>kvcs</DisplayName></Grantee>"
-          "<Permission>FULL_CONTROL</Permission></Grant></AccessControlList>"
-          "</AccessControlPolicy>");
+  // The owner, with FULL_CONTROL and nothing else (no grants are kept yet). An owner-less
+  // bucket shows the requester, whom it lets do everything.
+  User owner = b->owner.empty() ? UserOf(ctx.config, ctx.request.access_key)
+                                : UserById(ctx.config, b->owner);
+  co_await SendXml(ctx, 200,
+                   std::string(kXmlDecl) + "<AccessControlPolicy" + std::string(kNs) + "><Owner>" +
+                       UserXml(owner) +
+                       "</Owner><AccessControlList><Grant><Grantee "
+                       "xmlns:xsi=\"http://www.w3.org/2001/XMLSchema-instance\" "
+                       "xsi:type=\"CanonicalUser\">" +
+                       UserXml(owner) +
+                       "</Grantee><Permission>FULL_CONTROL</Permission></Grant>"
+                       "</AccessControlList></AccessControlPolicy>");
 }
 
 Result<int> ParseMaxKeys(const ExtensionRequest& r, const char* name, int dflt) {
@@ -290,7 +325,7 @@ Awaitable<void> ListObjects(S3Context& ctx, bool v2) {
   for (const auto& m : list->objects) {
     x += "<Contents>" + Tag("Key", enc(m.key)) +
          Tag("LastModified", FormatIsoDate(m.last_modified_ms)) + Tag("ETag", Quoted(m.etag)) +
-         Tag("Size", std::to_string(m.size)) + (owner ? Owner() : "") +
+         Tag("Size", std::to_string(m.size)) + (owner ? Owner(ctx) : "") +
          "<StorageClass>STANDARD</StorageClass></Contents>";
   }
   for (const auto& p : list->common_prefixes) {
@@ -388,6 +423,10 @@ Awaitable<void> CopyObject(S3Context& ctx, std::string_view source) {
                                                  "and key: sourcebucket/sourcekey"));
   }
   std::string sb(src.substr(0, slash)), sk(src.substr(slash + 1));
+  // Reading the source is a read of its bucket (the destination was checked by HandleS3).
+  if (Status a = CheckBucketAccess(ctx.store, sb, ctx.request.user_id); !a.ok()) {
+    co_return co_await SendS3Error(ctx, a);
+  }
   bool replace =
       ctx.request.Header("x-amz-metadata-directive") == std::optional<std::string_view>("REPLACE");
   if (!replace && sb == ctx.request.bucket && sk == ctx.request.key) {
@@ -600,7 +639,7 @@ Awaitable<void> ListParts(S3Context& ctx, std::string_view upload_id) {
   std::string x(kXmlDecl);
   x += "<ListPartsResult" + std::string(kNs) + ">" + Tag("Bucket", ctx.request.bucket) +
        Tag("Key", ctx.request.key) + Tag("UploadId", upload_id) +
-       Tag("PartNumberMarker", std::to_string(marker)) + Owner() +
+       Tag("PartNumberMarker", std::to_string(marker)) + Owner(ctx) +
        "<StorageClass>STANDARD</StorageClass>";
   int count = 0, last = marker;
   bool truncated = false;
@@ -632,7 +671,7 @@ Awaitable<void> ListUploads(S3Context& ctx) {
        "<KeyMarker></KeyMarker><UploadIdMarker></UploadIdMarker>" + Tag("Prefix", prefix) +
        Tag("MaxUploads", std::to_string(store::kMaxListKeys)) + "<IsTruncated>false</IsTruncated>";
   for (const auto& u : *ups) {
-    x += "<Upload>" + Tag("Key", u.key) + Tag("UploadId", u.upload_id) + Owner() +
+    x += "<Upload>" + Tag("Key", u.key) + Tag("UploadId", u.upload_id) + Owner(ctx) +
          "<Initiator><ID>kvcs</ID><DisplayName>kvcs</DisplayName></Initiator>"
          "<StorageClass>STANDARD</StorageClass>" +
          Tag("Initiated", FormatIsoDate(u.initiated_ms)) + "</Upload>";
@@ -686,6 +725,13 @@ Awaitable<void> HandleS3(S3Context& ctx) {
     co_return co_await SendS3Error(
         ctx, S3Status(S3Error::kMethodNotAllowed,
                       "The specified method is not allowed against this resource."));
+  }
+  // Ownership (access.h): every operation on a bucket and its objects but CreateBucket is the
+  // owner's alone; a missing bucket answers NoSuchBucket as before.
+  if (!(r.key.empty() && m == "PUT" && !r.HasQuery("acl") && !r.HasQuery("versioning"))) {
+    if (Status a = CheckBucketAccess(ctx.store, r.bucket, r.user_id); !a.ok()) {
+      co_return co_await SendS3Error(ctx, a);
+    }
   }
   if (r.key.empty()) {
     for (std::string_view sub : kUnsupportedBucketSubresources) {

@@ -4,7 +4,8 @@
 // HandleS3 dispatches on method, addressing (bucket, key) and sub-resource query parameters
 // (?uploads, ?uploadId, ?partNumber, ?delete, ?list-type, ?location, ...) and always produces a
 // complete response (an S3 XML error on failure). The caller has already authenticated the
-// request (SigV4) and set request.access_key.
+// request (SigV4) and set request.access_key and user_id; HandleS3 lets only the bucket's owner
+// use a bucket, its objects and uploads, and a copy source (s3/access.h), AccessDenied otherwise.
 #ifndef KVCS_S3_HANDLERS_H_
 #define KVCS_S3_HANDLERS_H_
 

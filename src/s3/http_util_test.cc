@@ -51,5 +51,32 @@ TEST(Config, ParsesKeysAndRejectsJunk) {
   }
 }
 
+// [key] sections name the user a key acts as; a key without user = is its own user.
+TEST(Config, KeysActAsUsers) {
+  ServerConfig c;
+  ASSERT_TRUE(ParseConfig("[key AK1]\nsecret = S1\n[key BK1]\nsecret = S2\nuser = bob\n"
+                          "display_name = Bob B\n[key BK2]\nsecret = S3\nuser = bob\n"
+                          "[key CK]\nsecret = S4\ndisplay_name = Carol\n",
+                          &c)
+                  .ok());
+  User a = UserOf(c, "AK1");
+  EXPECT_EQ(a.id, "AK1");
+  EXPECT_EQ(a.display_name, "AK1");
+  User b1 = UserOf(c, "BK1");
+  EXPECT_EQ(b1.id, "bob");
+  EXPECT_EQ(b1.display_name, "Bob B");
+  User b2 = UserOf(c, "BK2");
+  EXPECT_EQ(b2.id, "bob");
+  EXPECT_EQ(b2.display_name, "bob");
+  User carol = UserOf(c, "CK");
+  EXPECT_EQ(carol.id, "CK");
+  EXPECT_EQ(carol.display_name, "Carol");
+  EXPECT_EQ(UserOf(c, "").id, "");  // anonymous: nobody
+  for (const char* bad : {"[key A]\nuser =\n", "[key A]\ndisplay_name =\n", "user = x\n"}) {
+    ServerConfig c2;
+    EXPECT_FALSE(ParseConfig(bad, &c2).ok()) << bad;
+  }
+}
+
 }  // namespace
 }  // namespace kvcs::s3

@@ -38,6 +38,8 @@ S3ErrorInfo Describe(S3Error e) {
       return {"NoSuchUpload", 404};
     case S3Error::kBucketAlreadyOwnedByYou:
       return {"BucketAlreadyOwnedByYou", 409};
+    case S3Error::kBucketAlreadyExists:
+      return {"BucketAlreadyExists", 409};
     case S3Error::kBucketNotEmpty:
       return {"BucketNotEmpty", 409};
     case S3Error::kInvalidBucketName:

@@ -28,6 +28,7 @@ enum class S3Error {
   kNoSuchKey,
   kNoSuchUpload,
   kBucketAlreadyOwnedByYou,
+  kBucketAlreadyExists,  // another user owns the name
   kBucketNotEmpty,
   kInvalidBucketName,
   kKeyTooLongError,

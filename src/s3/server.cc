@@ -80,7 +80,8 @@ http::ServerOptions HttpOptions(const ServerConfig& c) {
   o.tls_cert_file = c.tls_cert_file;
   o.tls_key_file = c.tls_key_file;
   o.io_threads = c.io_threads;
-  return o;  // today's limits (http::Limits' defaults), no body limit
+  o.limits = c.http_limits;  // http::Limits' defaults unless the CLI set them; no body limit
+  return o;
 }
 
 }  // namespace
@@ -149,6 +150,7 @@ Awaitable<void> Server::Impl::Serve(http::HandlerContext& hc) {
       early = auth.status();
     } else {
       er.access_key = auth->access_key;
+      er.user_id = UserOf(config, er.access_key).id;
       const std::string& ph = auth->payload_hash;
       if (ph == kStreamingSignedPayload) {
         ChunkSigning cs{auth->signing_key, auth->amz_date, auth->scope, auth->seed_signature};

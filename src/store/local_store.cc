@@ -247,6 +247,7 @@ struct UploadState {
 
 struct BucketState {
   int64_t created_ms = 0;
+  std::string owner;  // empty: none recorded
   std::map<std::string, ObjectMeta> objects;
   std::map<std::string, UploadState> uploads;  // by upload id
 };
@@ -525,7 +526,10 @@ Status LocalStore::Impl::LoadBucket(const std::string& name) {
   auto rec = ReadSmallFile(dir + "/bucket.json");
   if (rec.ok()) {
     auto j = nlohmann::json::parse(*rec, nullptr, false);
-    if (j.is_object()) b.created_ms = j.value("created_ms", int64_t{0});
+    if (j.is_object()) {
+      b.created_ms = j.value("created_ms", int64_t{0});
+      if (auto o = j.find("owner"); o != j.end() && o->is_string()) b.owner = o->get<std::string>();
+    }
   }
   std::error_code ec;
   for (const auto& shard : fs::directory_iterator(dir + "/obj", ec)) {
@@ -630,8 +634,13 @@ Result<std::unique_ptr<LocalStore>> LocalStore::Open(const std::string& root,
   return std::unique_ptr<LocalStore>(new LocalStore(std::move(impl)));
 }
 
-Status LocalStore::CreateBucket(std::string_view bucket) {
+Status LocalStore::CreateBucket(std::string_view bucket) { return CreateBucketOwnedBy(bucket, ""); }
+
+Status LocalStore::CreateBucketOwnedBy(std::string_view bucket, std::string_view owner) {
   KVCS_RETURN_IF_ERROR(ValidateBucketName(bucket));
+  if (owner.size() > 128) {
+    return Err(Code::kInvalidArgument, StoreError::kInvalidArgument, "owner over 128 bytes");
+  }
   std::lock_guard<std::mutex> l(impl_->mu);
   if (impl_->buckets.count(bucket)) {
     return Err(Code::kAlreadyExists, StoreError::kBucketAlreadyExists,
@@ -648,6 +657,7 @@ Status LocalStore::CreateBucket(std::string_view bucket) {
   if (s.ok()) {
     nlohmann::json j;
     j["created_ms"] = now;
+    if (!owner.empty()) j["owner"] = std::string(owner);
     s = AtomicWriteFile(impl_->tmp_dir, tmp + "/bucket.json", j.dump(), impl_->options.sync);
   }
   if (s.ok()) s = FsyncPath(tmp, impl_->options.sync);
@@ -659,7 +669,9 @@ Status LocalStore::CreateBucket(std::string_view bucket) {
     return s;
   }
   KVCS_RETURN_IF_ERROR(FsyncPath(impl_->buckets_dir, impl_->options.sync));
-  impl_->buckets[std::string(bucket)].created_ms = now;
+  BucketState& created = impl_->buckets[std::string(bucket)];
+  created.created_ms = now;
+  created.owner = std::string(owner);
   return Status::Ok();
 }
 
@@ -686,13 +698,13 @@ Result<BucketInfo> LocalStore::HeadBucket(std::string_view bucket) {
   std::lock_guard<std::mutex> l(impl_->mu);
   auto it = impl_->buckets.find(bucket);
   if (it == impl_->buckets.end()) return NoSuchBucket(bucket);
-  return BucketInfo{std::string(bucket), it->second.created_ms};
+  return BucketInfo{std::string(bucket), it->second.created_ms, it->second.owner};
 }
 
 Result<std::vector<BucketInfo>> LocalStore::ListBuckets() {
   std::lock_guard<std::mutex> l(impl_->mu);
   std::vector<BucketInfo> out;
-  for (const auto& [name, b] : impl_->buckets) out.push_back({name, b.created_ms});
+  for (const auto& [name, b] : impl_->buckets) out.push_back({name, b.created_ms, b.owner});
   return out;
 }
 

@@ -54,6 +54,8 @@ class LocalStore final : public ObjectStore {
   int corrupt_files() const;
 
   Status CreateBucket(std::string_view bucket) override;
+  // Persists the owner in the bucket's bucket.json.
+  Status CreateBucketOwnedBy(std::string_view bucket, std::string_view owner) override;
   Status DeleteBucket(std::string_view bucket) override;
   Result<BucketInfo> HeadBucket(std::string_view bucket) override;
   Result<std::vector<BucketInfo>> ListBuckets() override;

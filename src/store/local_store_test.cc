@@ -147,6 +147,24 @@ TEST_F(LocalStoreTest, BucketLifecycle) {
   EXPECT_FALSE(store_->HeadBucket("bucket-one").ok());
 }
 
+// A bucket's owner is persisted with it; CreateBucket alone records none.
+TEST_F(LocalStoreTest, BucketOwnerSurvivesRestart) {
+  ASSERT_TRUE(store_->CreateBucketOwnedBy("owned-bucket", "alice").ok());
+  EXPECT_TRUE(
+      store_->CreateBucketOwnedBy("owned-bucket", "bob").Is(StoreError::kBucketAlreadyExists));
+  ASSERT_TRUE(store_->CreateBucket("ownerless").ok());
+  EXPECT_EQ(store_->HeadBucket("owned-bucket")->owner, "alice");
+  Reopen();
+  EXPECT_EQ(store_->HeadBucket("owned-bucket")->owner, "alice");
+  EXPECT_EQ(store_->HeadBucket("ownerless")->owner, "");
+  auto l = store_->ListBuckets();
+  ASSERT_TRUE(l.ok());
+  ASSERT_EQ(l->size(), 2u);
+  EXPECT_EQ((*l)[0].owner, "alice");
+  EXPECT_TRUE(store_->CreateBucketOwnedBy("long-owner", std::string(129, 'x'))
+                  .Is(StoreError::kInvalidArgument));
+}
+
 TEST_F(LocalStoreTest, PutGetMetadataSurviveRestart) {
   ASSERT_TRUE(store_->CreateBucket("bkt").ok());
   PutOptions o;

@@ -162,6 +162,9 @@ struct RangeRead {
 struct BucketInfo {
   std::string name;
   int64_t created_ms = 0;
+  // The user id that created the bucket, persisted with it; empty when none was recorded (a bucket
+  // made before owners existed, or by a store that cannot keep one: see CreateBucketOwnedBy).
+  std::string owner;
 };
 
 struct ListOptions {
@@ -204,6 +207,12 @@ class ObjectStore {
 
   // Buckets.
   virtual Status CreateBucket(std::string_view bucket) = 0;
+  // CreateBucket recording `owner` (a user id, 1..128 bytes) as BucketInfo::owner. This default
+  // records nothing (the bucket is owner-less); LocalStore overrides it and persists the owner.
+  virtual Status CreateBucketOwnedBy(std::string_view bucket, std::string_view owner) {
+    (void)owner;
+    return CreateBucket(bucket);
+  }
   virtual Status DeleteBucket(std::string_view bucket) = 0;  // kBucketNotEmpty if objects/uploads
   virtual Result<BucketInfo> HeadBucket(std::string_view bucket) = 0;
   virtual Result<std::vector<BucketInfo>> ListBuckets() = 0;  // name order

@@ -554,6 +554,74 @@ def test_moq_pub_sub_loopback(d):
     finish_moq_pub(p)
 
 
+def start_publish(*args):
+    """Starts kvcs publish on an ephemeral port and reads its output until every layer is out
+    (blocking reads: it prints them at once); returns (process, url, lines seen)."""
+    p = subprocess.Popen([KVCS, "publish", "--listen", "127.0.0.1:0", *map(str, args)],
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    url, seen = None, []
+    for line in p.stdout:
+        seen.append(line)
+        if line.startswith("listening on "):
+            url = line.split()[2]
+        if line.startswith("all ") and "layers published" in line:
+            break
+    if url is None or not seen[-1].startswith("all "):
+        p.kill()
+        raise Failure("kvcs publish did not start:\n" + "".join(seen) + p.stderr.read())
+    return p, url, seen
+
+
+def test_publish_get_round_trip_bit_exact(d):
+    src = make_kv(f"{d}/c.safetensors", "--tokens", 40)  # 2 blocks of 16 + a tail of 8
+    a, ameta = load_safetensors(src)
+    write(f"{d}/prompt.txt", " ".join(map(str, token_list(a["token_ids"]))))
+    write(f"{d}/d.json", ameta["kvsp.descriptor"])
+    run("keygen", "scope", "--out", f"{d}/s.key")
+    run("keygen", "producer", "--out-key", f"{d}/p.key", "--out-pub", f"{d}/p.pub")
+    p, url, seen = start_publish(src, "--scope-key-file", f"{d}/s.key", "--sign-key", f"{d}/p.key",
+                                 "--linger", 60)
+    try:
+        out = "".join(seen)
+        ns = [ln.split()[1] for ln in seen if ln.startswith("namespace ")]
+        check(ns and ns[0].startswith("kvcs-1/") and len(ns[0].split("/")) == 5, out)
+        check("layer 1 published (2 blocks)" in out and "tail of 8 tokens" in out, out)
+        common = [url, "--insecure", "--tokens", f"{d}/prompt.txt", "--descriptor", f"{d}/d.json",
+                  "--scope-key-file", f"{d}/s.key", "--producer-key", f"{d}/p.pub"]
+        g = run("get", *common, "--completed", "--out", f"{d}/got.safetensors")
+        check(f"found {ns[0]} (2 blocks" in g.stdout, g.stdout)
+        check("layer 0 (segment 0, 2 blocks) verified" in g.stdout, g.stdout)
+        check("block 0: moqt" in g.stdout and "block 1: moqt" in g.stdout, g.stdout)
+        b, bmeta = load_safetensors(f"{d}/got.safetensors")
+        check(set(a) == set(b), f"tensor names differ: {sorted(set(a) ^ set(b))}")
+        row = 2 * 8 * 2
+        for name in a:
+            if name == "token_ids":
+                check(token_list(b[name]) == token_list(a[name])[:32], "token ids differ")
+                continue
+            check(b[name][2] == a[name][2][:32 * row], f"{name} differs after publish | get")
+        check(json.loads(bmeta["kvsp.descriptor"]) == json.loads(ameta["kvsp.descriptor"]), "desc")
+        # A live join of the first block and layer 1 only; no --out (not every layer).
+        g = run("get", *common, "--live", "--layers", "1-1", "--blocks", 1)
+        check("layer 1 (segment 0, 1 blocks) verified" in g.stdout, g.stdout)
+        check("layer 0 " not in g.stdout, g.stdout)
+        # Another scope finds nothing: a clear error, what to check next.
+        run("keygen", "scope", "--out", f"{d}/other.key")
+        e = run("get", url, "--insecure", "--tokens", f"{d}/prompt.txt", "--descriptor",
+                f"{d}/d.json", "--scope-key-file", f"{d}/other.key", ok=False)
+        check("no publication" in e.stderr and "hint:" in e.stderr, e.stderr)
+    finally:
+        p.send_signal(2)
+        try:
+            p.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            p.kill()
+            raise Failure("kvcs publish did not stop on SIGINT")
+    for sub in ("publish", "get"):
+        h = run(sub, "--help")
+        check("Example" in h.stdout, f"kvcs {sub} --help: no example")
+
+
 def test_moq_bad_input(d):
     r = run("moq-sub", "http://127.0.0.1:4443/", "--insecure", ok=False)
     check("not a moqt:// URL" in r.stderr and "hint:" in r.stderr, r.stderr)

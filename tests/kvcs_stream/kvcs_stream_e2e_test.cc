@@ -1,8 +1,9 @@
 // KVCS over MOQT over real QUIC (127.0.0.1, TLS, ngtcp2): the publisher serves subscribers itself
 // (MoqtServer over its TrackStore); consumers retrieve live (joining before, during and after
 // production: every layer exactly once, verified against a signed manifest), completed (a layer
-// range with the first n blocks), and across segments. One io_context driven by the test thread,
-// so production interleaves with delivery at known points; every wait is bounded.
+// range with the first n blocks), and across segments; discovery (§5.1) finds the publication by
+// its prefix, a shorter one when the consumer's prompt is longer. One io_context driven by the test
+// thread, so production interleaves with delivery at known points; every wait is bounded.
 #include <gtest/gtest.h>
 
 #include <filesystem>
@@ -10,6 +11,7 @@
 #include <map>
 
 #include "common/asio.h"
+#include "kvcs_stream/discovery.h"
 #include "kvcs_stream/publisher.h"
 #include "kvcs_stream/retrieval.h"
 #include "kvcs_stream/test_tools/test_cache.h"
@@ -206,6 +208,51 @@ TEST_F(KvcsStreamE2E, SegmentsAndAnUnknownKidOverQuic) {
               refused.report->refusals[0].status.Is(StreamError::kUnknownKid))
       << refused.report->refusals[0].status.ToString();
   EXPECT_EQ(refused.report->recompute_count(), 14u * d_.layers);
+}
+
+uint64_t NowMs() {
+  return static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::milliseconds>(
+                                   std::chrono::steady_clock::now().time_since_epoch())
+                                   .count());
+}
+
+TEST_F(KvcsStreamE2E, DiscoveryFindsTheLongestPrefixThenRetrievesIt) {
+  Produce(d_.layers);
+  // A prompt 4 blocks longer than the publication: prefixes 16..13 have none, 12 has it.
+  std::vector<uint32_t> longer = test::Tokens(16 * 16);
+  for (auto [tokens, want_tried] : {std::pair{std::span<const uint32_t>(tokens_), 2u},
+                                    std::pair{std::span<const uint32_t>(longer), 6u}}) {
+    moqt::MoqtClient* c = Connect();
+    std::optional<DiscoveryResult> found;
+    DiscoveryOptions o;
+    o.window = 2;
+    auto d = Discovery::Start(
+        &c->session(), *CacheIdentity::Compute(d_, scope_, tokens), o,
+        [&](const DiscoveryResult& r) { found = r; }, NowMs);
+    ASSERT_TRUE(d.ok()) << d.status().ToString();
+    ASSERT_TRUE(RunUntil([&] {
+      (*d)->OnTimer();
+      return found.has_value();
+    }));
+    ASSERT_NE(found->best(), nullptr);
+    EXPECT_EQ(found->publications.size(), 1u);
+    EXPECT_EQ(found->best()->ns, pub_->ns());
+    EXPECT_EQ(found->best()->anchor_blocks, 12u);
+    EXPECT_EQ(found->prefixes_tried, want_tried);
+    Got got;
+    profile::Namespace ns = found->best()->ns;
+    auto r = Start(RetrievalMode::kCompleted, &got, tokens,
+                   [&](RetrievalOptions& ro) { ro.verifier.publication = ns; });
+    ASSERT_TRUE(RunUntil([&] { return got.report.has_value(); }));
+    EXPECT_EQ(got.mismatches, 0);
+    EXPECT_EQ(got.layers.size(), size_t{d_.layers});
+    EXPECT_EQ(got.report->at(11, d_.layers - 1).source, BlockSource::kMoqt);
+    if (tokens.size() > tokens_.size()) {
+      EXPECT_EQ(got.report->at(12, 0).reason, StreamError::kNotCovered);
+    } else {
+      EXPECT_TRUE(got.report->all_from_moqt());
+    }
+  }
 }
 
 }  // namespace

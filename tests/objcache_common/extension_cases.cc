@@ -29,6 +29,7 @@ void ExtensionFixture::Start(std::unique_ptr<ExtensionBackend> backend, uint32_t
   s3::ServerConfig cfg;
   cfg.port = 0;
   cfg.secrets[s3::kDevAccessKey] = s3::kDevSecretKey;
+  cfg.secrets[kOtherAccessKey] = kOtherSecretKey;  // another user: owns none of the buckets
   cfg.io_threads = 2;
   server_ = std::make_unique<s3::Server>(cfg, backend_->store());
   service_ = std::make_unique<Service>(service_options);

@@ -88,6 +88,9 @@ class ExtensionFixture : public ::testing::Test {
   void CorruptStored(uint32_t block, uint32_t layer);
 
   static const std::string kBucket;
+  // A second user's key (its own user, owner of nothing): refused on kBucket.
+  static constexpr char kOtherAccessKey[] = "objcache-other-user";
+  static constexpr char kOtherSecretKey[] = "objcache-other-secret";
   std::unique_ptr<ExtensionBackend> backend_;
   uint32_t blocks_ = 0, layers_ = 0;
   std::string shm_path_;  // empty unless started with shm

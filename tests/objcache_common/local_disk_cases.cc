@@ -65,6 +65,35 @@ class LocalDiskPut : public ExtensionFixture {
   void SetUp() override { Start(std::make_unique<LocalDiskBackend>(), 2, 2); }
 };
 
+// The aggregated GET and PUT are the bucket owner's alone (s3/access.h): a second user's key,
+// validly signed, gets 403 AccessDenied on both and stores nothing. Local disk only: the S3
+// backend records no owner (docs/protocols/s3-api.md "Ownership").
+TEST_F(LocalDiskPut, SecondUserIsRefusedOnAggregatedGetAndPut) {
+  ClientOptions o = Options(kOtherSecretKey);
+  o.access_key = kOtherAccessKey;
+  Client other(o);
+  std::vector<ByteSpan> spans(containers_.begin(), containers_.end());
+  auto put = other.AggregatePut(kBucket, cache_.scope_id, spans, false);
+  // Refused: the client sees the 403 AccessDenied, or a broken pipe when the server's answer
+  // (sent before the body is read) closes the connection first. Either way nothing is stored.
+  ASSERT_FALSE(put.ok());
+  for (uint32_t b = 0; b < 2; ++b) {
+    EXPECT_TRUE(
+        backend_->store().Head(kBucket, BlockKey(b)).status().Is(store::StoreError::kNoSuchKey));
+  }
+  PutAll();
+  auto get = other.AggregateGet(kBucket, Req(cache_.block_keys, 0, 2),
+                                [](const DeliveredLayer&) { return Status::Ok(); });
+  EXPECT_EQ(get.status().code(), Code::kPermissionDenied) << get.status().ToString();
+  auto raw = other.Request("GET", "/" + kBucket + "/" + BlockKey(0), "", {});
+  ASSERT_TRUE(raw.ok());
+  EXPECT_EQ(raw->status, 403);
+  // The owner still reads everything.
+  auto mine = Get(Req(cache_.block_keys, 0, 2));
+  ASSERT_TRUE(mine.ok()) << mine.status().ToString();
+  EXPECT_EQ(mine->size(), 2u);
+}
+
 // An aggregated PUT holds at most kMaxPutInFlightBytes of container buffers; a container larger
 // than that is read only once everything before it is done and its buffers freed, and is then
 // processed alone: a small one, one over the bound, a small one are all stored whole.

@@ -35,7 +35,7 @@ def clean_env(home):
 class Store:
     """One `kvcs store` process. Use as a context manager."""
 
-    def __init__(self, kvcs, root=None, extra_keys=None, tls=None):
+    def __init__(self, kvcs, root=None, extra_keys=None, tls=None, extra_config=""):
         self.kvcs = kvcs
         self.tmp = tempfile.mkdtemp(prefix="kvcs-s3-e2e-")
         self.root = root or os.path.join(self.tmp, "root")
@@ -48,6 +48,7 @@ class Store:
                     (REGION, ACCESS_KEY, SECRET_KEY))
             for k, s in (extra_keys or {}).items():
                 f.write("[key %s]\nsecret = %s\n" % (k, s))
+            f.write(extra_config)  # more [key] sections (user =, display_name =)
         self.proc = None
         self.port = None
         self.tls = tls  # (cert_file, key_file) or None

@@ -1,0 +1,347 @@
+// kvcs get: retrieve a KV cache over MOQT from a publisher (`kvcs publish`) or relay: discover
+// the publication of the longest prefix of the prompt (§5.1), retrieve it live or completed
+// (§5.2, §5.3), verify every manifest and object (§5.4), print the per-layer timeline and where
+// every block came from, and write the verified cache as safetensors.
+#include <chrono>
+#include <cstring>
+#include <iostream>
+
+#include "cli/cli_util.h"
+#include "cli/command.h"
+#include "cli/moq_util.h"
+#include "common/asio.h"
+#include "common/strings.h"
+#include "kvcs_stream/discovery.h"
+#include "kvcs_stream/retrieval.h"
+#include "moqt_endpoint/moqt_endpoint.h"
+#include "tensorio/kv_cache.h"
+#include "tensorio/safetensors.h"
+
+namespace kvcs::cli {
+namespace {
+
+namespace asio = boost::asio;
+constexpr char kCmd[] = "get";
+constexpr size_t kMaxPromptFileBytes = size_t{256} << 20;
+constexpr auto kTick = std::chrono::milliseconds(10);
+
+struct Args {
+  std::string url, tokens_file, descriptor_file, producer_key, out, layers;
+  ScopeOptions scope;
+  ClientTlsOptions tls;
+  bool live = false, completed = false;
+  uint64_t blocks = 0;
+  uint64_t ns_per_token_layer = 1'000'000;
+};
+
+Result<std::vector<uint32_t>> ParseTokens(const std::string& text) {
+  std::vector<uint32_t> out;
+  size_t i = 0;
+  while (i < text.size()) {
+    while (i < text.size() && (std::isspace(static_cast<unsigned char>(text[i])) ||
+                               text[i] == ',' || text[i] == '[' || text[i] == ']')) {
+      ++i;
+    }
+    size_t j = i;
+    while (j < text.size() && std::isdigit(static_cast<unsigned char>(text[j]))) ++j;
+    if (j == i) {
+      if (i < text.size()) return InvalidArgument("not a token id at byte " + std::to_string(i));
+      break;
+    }
+    auto v = ParseDecimal<uint32_t>(std::string_view(text).substr(i, j - i));
+    if (!v) return InvalidArgument("token id out of range at byte " + std::to_string(i));
+    out.push_back(*v);
+    i = j;
+  }
+  return out;
+}
+
+uint64_t NowMs() {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(
+             std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
+
+class Get {
+ public:
+  explicit Get(Args a) : a_(std::move(a)), timer_(io_) {}
+
+  int Go() {
+    auto url = moqt::ParseMoqtUrl(a_.url);
+    if (!url.ok()) return Fail(kCmd, url.status().message(), "e.g. moqt://127.0.0.1:4443/");
+    auto scope_key = a_.scope.Resolve();
+    if (!scope_key.ok()) {
+      return Fail(kCmd, scope_key.status().message(), "pass the scope the publisher used");
+    }
+    auto ttext = ReadSmallFile(a_.tokens_file, kMaxPromptFileBytes);
+    auto tokens = ttext.ok() ? ParseTokens(*ttext) : Result<std::vector<uint32_t>>(ttext.status());
+    if (!tokens.ok()) {
+      return Fail(kCmd, a_.tokens_file + ": " + tokens.status().message(),
+                  "--tokens takes token ids separated by spaces or commas (a JSON list works)");
+    }
+    auto dtext = ReadSmallFile(a_.descriptor_file, 1 << 20);
+    auto d = dtext.ok() ? kvsp::ParseDescriptor(*dtext) : Result<kvsp::Descriptor>(dtext.status());
+    if (!d.ok()) {
+      return Fail(kCmd, a_.descriptor_file + ": " + d.status().message(),
+                  "--descriptor takes the cache's Compatibility Descriptor JSON "
+                  "(kvcs inspect prints it)");
+    }
+    auto id = stream::CacheIdentity::Compute(*d, *scope_key, *tokens);
+    if (!id.ok()) return Fail(kCmd, id.status().message());
+    if (id->blocks() == 0) {
+      return Fail(kCmd,
+                  "the prompt has no full block of " + std::to_string(d->block_tokens) + " tokens");
+    }
+    identity_ = *id;
+    tokens_ = *tokens;
+    if (a_.live && a_.completed) return Fail(kCmd, "--live and --completed exclude each other");
+    if (!a_.producer_key.empty()) {
+      auto kf = LoadKeyFile(a_.producer_key);
+      auto k = kf.ok() ? profile::VerifyKey::FromPublicPem(kf->pem, KidBytes(kf->kid))
+                       : Result<profile::VerifyKey>(kf.status());
+      if (!k.ok() || !keys_.Add(*k).ok()) {
+        return Fail(kCmd,
+                    a_.producer_key + ": " + (k.ok() ? "duplicate kid" : k.status().message()),
+                    "--producer-key takes the public key file of kvcs keygen producer");
+      }
+    } else {
+      std::cerr << "kvcs get: warning: no --producer-key: unsigned manifests are accepted\n";
+    }
+    if (!a_.layers.empty()) {
+      auto r = ParseRangeArg(a_.layers, "--layers");
+      if (!r.ok() || !r->end || *r->end >= d->layers) {
+        return Fail(
+            kCmd,
+            "--layers '" + a_.layers + "' is not a range of 0.." + std::to_string(d->layers - 1),
+            "e.g. --layers 0-7");
+      }
+      first_layer_ = static_cast<uint32_t>(r->start);
+      last_layer_ = static_cast<uint32_t>(*r->end);
+    } else {
+      last_layer_ = d->layers - 1;
+    }
+    auto c = moqt::MoqtClient::Connect(io_, a_.tls.ClientConfig(*url), nullptr);
+    if (!c.ok()) return Fail(kCmd, "cannot connect to " + a_.url + ": " + c.status().message());
+    client_ = std::move(*c);
+    start_ms_ = NowMs();
+    Tick();
+    io_.run();
+    return rc_;
+  }
+
+ private:
+  void Tick() {
+    if (finished_) return;
+    if (client_->closed()) {
+      const auto& end = client_->end();
+      rc_ = Fail(kCmd, "session ended: " + (end ? end->ToString() : std::string("closed")),
+                 end ? ConnectHint(*end) : "");
+      return Finish();
+    }
+    if (client_->setup_complete() && !discovery_ && !retrieval_) StartDiscovery();
+    if (discovery_) discovery_->OnTimer();
+    if (retrieval_) retrieval_->OnTimer();
+    if (finished_) return;
+    timer_.expires_after(kTick);
+    timer_.async_wait([this](const boost::system::error_code& ec) {
+      if (!ec) Tick();
+    });
+  }
+
+  void StartDiscovery() {
+    // Every prefix of the prompt: a publication of more blocks than --blocks still serves them.
+    stream::DiscoveryOptions o;
+    auto d = stream::Discovery::Start(
+        &client_->session(), identity_, o,
+        [this](const stream::DiscoveryResult& r) {
+          asio::post(io_, [this, r] { OnDiscovered(r); });
+        },
+        NowMs);
+    if (!d.ok()) {
+      rc_ = Fail(kCmd, "discovery: " + d.status().message());
+      return Finish();
+    }
+    discovery_ = std::move(*d);
+  }
+
+  void OnDiscovered(const stream::DiscoveryResult& r) {
+    discovery_.reset();
+    if (r.best() == nullptr) {
+      rc_ = Fail(kCmd,
+                 "no publication of any prefix of the prompt at " + a_.url + " (" +
+                     std::to_string(r.prefixes_tried) + " prefixes tried" +
+                     (r.timed_out ? ", timed out" : "") + ")",
+                 "check the scope key, tokens and descriptor against the publisher's");
+      return Finish();
+    }
+    std::cout << "found " << profile::ToString(r.best()->ns) << " (" << r.best()->anchor_blocks
+              << " blocks; " << r.publications.size() << " publication(s), " << r.prefixes_tried
+              << " prefixes tried) at +" << NowMs() - start_ms_ << " ms" << std::endl;
+    stream::RetrievalOptions o;
+    o.mode = a_.completed ? stream::RetrievalMode::kCompleted : stream::RetrievalMode::kLive;
+    o.verifier.identity = identity_;
+    o.verifier.publication = r.best()->ns;
+    o.verifier.keys = &keys_;
+    o.verifier.require_signature = keys_.size() > 0;
+    o.verifier.first_layer = first_layer_;
+    o.verifier.last_layer = last_layer_;
+    if (a_.blocks) o.verifier.max_blocks = a_.blocks;
+    o.compute_ns_per_token_layer = a_.ns_per_token_layer;
+    const kvsp::Descriptor& d = identity_.descriptor;
+    section_ = uint64_t{d.block_tokens} * d.kv_heads * d.head_dim *
+               tensorio::DtypeSize(*tensorio::SafetensorsDtypeFor(d.kv_dtype));
+    auto ret = stream::Retrieval::Start(
+        &client_->session(), o, [this](const stream::VerifiedLayer& l) { OnLayer(l); },
+        [this](const stream::RetrievalReport& rep) {
+          asio::post(io_, [this, rep] { OnDone(rep); });
+        },
+        NowMs);
+    if (!ret.ok()) {
+      rc_ = Fail(kCmd, "retrieval: " + ret.status().message());
+      return Finish();
+    }
+    retrieval_ = std::move(*ret);
+  }
+
+  void OnLayer(const stream::VerifiedLayer& l) {
+    auto& k = k_[l.layer];
+    auto& v = v_[l.layer];
+    for (size_t i = 0; i < l.k.size(); ++i) {
+      uint64_t at = (l.first_block + i) * section_;
+      if (k.size() < at + section_) k.resize(at + section_);
+      std::memcpy(k.data() + at, l.k[i].data(), section_);
+      if (i < l.v.size()) {
+        if (v.size() < at + section_) v.resize(at + section_);
+        std::memcpy(v.data() + at, l.v[i].data(), section_);
+      }
+    }
+    std::cout << "layer " << l.layer << " (segment " << l.segment << ", " << l.k.size()
+              << " blocks) verified at +" << NowMs() - start_ms_ << " ms" << std::endl;
+  }
+
+  void OnDone(const stream::RetrievalReport& rep) {
+    std::cout << "retrieval done at +" << NowMs() - start_ms_ << " ms: " << rep.blocks
+              << " blocks x " << rep.layers << " layers, " << rep.recompute_count()
+              << " (block, layer) to recompute, " << rep.refusals_total << " refusal(s)"
+              << std::endl;
+    for (uint64_t b = 0; b < rep.blocks; ++b) {
+      std::string where;
+      for (uint32_t l = rep.first_layer; l < rep.first_layer + rep.layers; ++l) {
+        const auto& o = rep.at(b, l);
+        std::string s = o.source == stream::BlockSource::kMoqt
+                            ? "moqt"
+                            : "recompute (" + std::string(stream::StreamErrorName(o.reason)) + ")";
+        if (where.empty()) {
+          where = s;
+        } else if (where != s) {
+          where = "mixed";
+        }
+      }
+      std::cout << "  block " << b << ": " << where << std::endl;
+    }
+    for (const auto& r : rep.refusals) std::cout << "  refused: " << r.status.ToString() << "\n";
+    rc_ = rep.all_from_moqt() ? 0 : 1;
+    if (rc_ != 0) {
+      std::cerr << "kvcs get: error: not every block was retrieved; recompute the rest\n";
+    }
+    if (!a_.out.empty()) {
+      if (!rep.all_from_moqt() || rep.layers != identity_.descriptor.layers) {
+        Fail(kCmd, "not writing " + a_.out + ": it needs every layer of every block",
+             "drop --layers, or recompute what is missing");
+        rc_ = 1;
+      } else {
+        Status s = Write(rep.blocks);
+        if (!s.ok()) {
+          rc_ = Fail(kCmd, "writing " + a_.out + ": " + s.message());
+        } else {
+          std::cout << "wrote " << a_.out << " (" << rep.blocks * identity_.descriptor.block_tokens
+                    << " tokens)" << std::endl;
+        }
+      }
+    }
+    Finish();
+  }
+
+  Status Write(uint64_t blocks) {
+    const kvsp::Descriptor& d = identity_.descriptor;
+    const uint64_t t = blocks * d.block_tokens;
+    auto dtype = *tensorio::SafetensorsDtypeFor(d.kv_dtype);
+    Bytes ids(t * 8);
+    for (uint64_t i = 0; i < t; ++i) {
+      for (int j = 0; j < 8; ++j) {
+        ids[i * 8 + j] = static_cast<uint8_t>(uint64_t{tokens_[i]} >> (8 * j));
+      }
+    }
+    std::vector<tensorio::TensorToWrite> tensors;
+    for (uint32_t l = 0; l < d.layers; ++l) {
+      tensors.push_back(
+          {"layers." + std::to_string(l) + ".k", dtype, {t, d.kv_heads, d.head_dim}, k_[l]});
+      if (!v_[l].empty()) {
+        tensors.push_back(
+            {"layers." + std::to_string(l) + ".v", dtype, {t, d.kv_heads, d.head_dim}, v_[l]});
+      }
+    }
+    tensors.push_back({std::string(tensorio::kTokenIdsTensor), tensorio::Dtype::kI64, {t}, ids});
+    std::map<std::string, std::string> meta = {
+        {std::string(tensorio::kDescriptorMetadataKey), kvsp::CanonicalJson(d)}, {"format", "pt"}};
+    return tensorio::WriteSafetensors(a_.out, tensors, meta);
+  }
+
+  void Finish() {
+    finished_ = true;
+    timer_.cancel();
+    retrieval_.reset();
+    discovery_.reset();
+    if (client_ && !client_->closed()) client_->Close(moqt::SessionError::kNoError, "done");
+    timer_.expires_after(std::chrono::milliseconds(50));
+    timer_.async_wait([this](const boost::system::error_code&) { io_.stop(); });
+  }
+
+  Args a_;
+  asio::io_context io_;
+  asio::steady_timer timer_;
+  std::unique_ptr<moqt::MoqtClient> client_;
+  stream::CacheIdentity identity_;
+  std::vector<uint32_t> tokens_;
+  profile::KeySet keys_;
+  std::unique_ptr<stream::Discovery> discovery_;
+  std::unique_ptr<stream::Retrieval> retrieval_;
+  uint32_t first_layer_ = 0, last_layer_ = 0;
+  uint64_t section_ = 0, start_ms_ = 0;
+  std::map<uint32_t, Bytes> k_, v_;
+  bool finished_ = false;
+  int rc_ = 0;
+};
+
+RunFn Setup(CLI::App& app) {
+  auto a = std::make_shared<Args>();
+  auto* cmd = app.add_subcommand(
+      kCmd, "Retrieve a KV cache over MOQT: discover, retrieve, verify, write safetensors");
+  cmd->add_option("url", a->url, "the publisher or relay, moqt://HOST:PORT/")->required();
+  cmd->add_option("--tokens", a->tokens_file, "file of the prompt's token ids")->required();
+  cmd->add_option("--descriptor", a->descriptor_file, "Compatibility Descriptor JSON file")
+      ->required();
+  a->scope.Add(cmd);
+  cmd->add_option("--producer-key", a->producer_key,
+                  "producer public key (kvcs keygen producer): require a signed manifest");
+  cmd->add_flag("--live", a->live, "subscribe (join a production in progress; the default)");
+  cmd->add_flag("--completed", a->completed, "fetch a completed cache");
+  cmd->add_option("--layers", a->layers, "only layers A-B (inclusive)");
+  cmd->add_option("--blocks", a->blocks, "only the first N blocks of the prompt");
+  cmd->add_option("--ns-per-token-layer", a->ns_per_token_layer,
+                  "your recompute cost; the retrieval gives up after what recomputing would take")
+      ->capture_default_str();
+  cmd->add_option("--out", a->out, "write the verified cache here (safetensors)");
+  a->tls.Add(cmd);
+  cmd->footer(
+      "Example:\n"
+      "  kvcs get moqt://127.0.0.1:4443/ --insecure --tokens prompt.txt --descriptor d.json \\\n"
+      "      --scope-key-file tenant.key --producer-key producer.pub --completed \\\n"
+      "      --out got.safetensors\n"
+      "Exit status: 0 when every block came over MOQT and verified, 1 otherwise.");
+  return [a] { return Get(*a).Go(); };
+}
+
+}  // namespace
+KVCS_REGISTER_COMMAND(get, 76, Setup);
+}  // namespace kvcs::cli

@@ -1,0 +1,226 @@
+// kvcs publish: a KV cache in safetensors -> a KVCS publication (docs/protocols/kvcs-stream.md)
+// served to subscribers directly over MOQT (raw QUIC, ALPN moqt-22). Prints the namespace
+// (kvcs-1/<scope>/<compat>/<anchor>/<pub_id> in hex) and one line per published layer; the layers
+// go out one per event-loop turn so subscribers receive them while later ones are produced. Runs
+// until interrupted, or --linger seconds after the last layer.
+#include <iostream>
+
+#include "cli/cli_util.h"
+#include "cli/command.h"
+#include "cli/dev_cert.h"
+#include "cli/moq_util.h"
+#include "common/asio.h"
+#include "kvcs_stream/publisher.h"
+#include "moqt_endpoint/moqt_endpoint.h"
+#include "tensorio/kv_cache.h"
+
+namespace kvcs::cli {
+namespace {
+
+namespace asio = boost::asio;
+constexpr char kCmd[] = "publish";
+
+struct Args {
+  std::string input, listen = "127.0.0.1:4443", sign_key, cert, key;
+  ScopeOptions scope;
+  uint32_t manifest_every = 8;
+  double linger_s = -1;
+};
+
+class Run {
+ public:
+  explicit Run(Args a) : a_(std::move(a)), timer_(io_), signals_(io_, SIGINT, SIGTERM) {}
+
+  int Go() {
+    auto scope_key = a_.scope.Resolve();
+    if (!scope_key.ok()) {
+      return Fail(kCmd, scope_key.status().message(),
+                  "create a key with: kvcs keygen scope --out tenant.key");
+    }
+    std::optional<profile::SigningKey> signer;
+    if (!a_.sign_key.empty()) {
+      auto kf = LoadKeyFile(a_.sign_key);
+      auto k = kf.ok() ? profile::SigningKey::FromPrivatePem(kf->pem, KidBytes(kf->kid))
+                       : Result<profile::SigningKey>(kf.status());
+      if (!k.ok()) {
+        return Fail(kCmd, a_.sign_key + ": " + k.status().message(),
+                    "--sign-key takes the private key file of kvcs keygen producer");
+      }
+      signer = *k;
+    }
+    auto file = tensorio::SafetensorsFile::Open(a_.input);
+    if (!file.ok()) {
+      return Fail(kCmd, a_.input + ": " + file.status().message(),
+                  "the input must be a safetensors file (kvcs inspect " + a_.input + " says more)");
+    }
+    auto cache = tensorio::ReadKvCache(file->view());
+    if (!cache.ok()) {
+      return Fail(kCmd, a_.input + ": " + cache.status().message(),
+                  "see docs/formats/safetensors-kv.md for the tensor names, shapes and metadata");
+    }
+    cache_ = &*cache;
+    const kvsp::Descriptor& d = cache->descriptor;
+    blocks_ = cache->full_blocks();
+    if (blocks_ == 0) {
+      return Fail(
+          kCmd,
+          "the cache has fewer tokens than one block (" + std::to_string(d.block_tokens) + ")",
+          "publish a cache of at least one full block");
+    }
+    stream::PublisherConfig pc;
+    pc.descriptor = d;
+    pc.scope_key = *scope_key;
+    pc.producer_key = signer;
+    pc.manifest_every_layers = a_.manifest_every;
+    std::vector<uint32_t> tokens(cache->token_ids.begin(),
+                                 cache->token_ids.begin() + blocks_ * d.block_tokens);
+    auto pub = stream::Publisher::Create(&store_, pc, tokens);
+    if (!pub.ok()) return Fail(kCmd, pub.status().message(), "check --manifest-every (1..8)");
+    pub_ = std::move(*pub);
+    int rc = Serve();
+    if (rc != 0) return rc;
+    std::cout << "namespace " << profile::ToString(pub_->ns()) << "\n"
+              << "  " << d.model << ": " << d.layers << " layers x " << blocks_ << " blocks of "
+              << d.block_tokens << " tokens"
+              << (cache->tail_tokens() ? " (tail of " + std::to_string(cache->tail_tokens()) +
+                                             " tokens not published)"
+                                       : "")
+              << (signer ? ", manifest.cose signed" : ", unsigned manifest") << std::endl;
+    signals_.async_wait([this](const boost::system::error_code& ec, int) {
+      if (!ec) Stop("interrupted");
+    });
+    start_ = std::chrono::steady_clock::now();
+    asio::post(io_, [this] { NextLayer(); });
+    io_.run();
+    return rc_;
+  }
+
+ private:
+  int Serve() {
+    auto colon = a_.listen.rfind(':');
+    auto port = colon == std::string::npos ? Result<uint64_t>(InvalidArgument("no port"))
+                                           : ParseU64(a_.listen.substr(colon + 1), "port");
+    if (!port.ok() || *port > 65535) {
+      return Fail(kCmd, "--listen '" + a_.listen + "' is not HOST:PORT", "e.g. 127.0.0.1:4443");
+    }
+    moqt::MoqtServerConfig cfg;
+    cfg.quic.host = a_.listen.substr(0, colon);
+    cfg.quic.port = static_cast<uint16_t>(*port);
+    cfg.session.implementation = "kvcs-publish/0.1";
+    if (a_.cert.empty() != a_.key.empty()) {
+      return Fail(kCmd, "--cert and --key go together", "pass both, or neither for a dev cert");
+    }
+    if (a_.cert.empty()) {
+      auto dev = WriteDevCertificate("kvcs-publish");
+      if (!dev.ok()) return Fail(kCmd, dev.status().message());
+      a_.cert = dev->cert;
+      a_.key = dev->key;
+      std::cout << "dev certificate " << a_.cert << " (clients: --ca this file, or --insecure)\n";
+    }
+    cfg.quic.cert_file = a_.cert;
+    cfg.quic.key_file = a_.key;
+    auto server = moqt::MoqtServer::Create(io_, cfg, &store_);
+    if (!server.ok()) {
+      return Fail(kCmd, "cannot serve on " + a_.listen + ": " + server.status().message(),
+                  "is the UDP port in use? is the certificate/key pair readable?");
+    }
+    server_ = std::move(*server);
+    std::cout << "listening on moqt://" << cfg.quic.host << ":" << server_->port() << "/"
+              << std::endl;
+    return 0;
+  }
+
+  void NextLayer() {
+    if (stopping_) return;
+    const kvsp::Descriptor& d = cache_->descriptor;
+    uint32_t l = pub_->next_layer();
+    const uint64_t bytes = blocks_ * d.block_tokens * d.kv_heads * d.head_dim *
+                           tensorio::DtypeSize(*tensorio::SafetensorsDtypeFor(d.kv_dtype));
+    ByteSpan k = cache_->k[l].subspan(0, bytes);
+    ByteSpan v = cache_->v[l].empty() ? ByteSpan{} : cache_->v[l].subspan(0, bytes);
+    Status s = pub_->PublishLayer(l, k, v);
+    if (!s.ok()) {
+      rc_ = Fail(kCmd, "layer " + std::to_string(l) + ": " + s.message());
+      Stop("");
+      return;
+    }
+    std::cout << "layer " << l << " published (" << blocks_ << " blocks) at +" << ElapsedMs()
+              << " ms" << std::endl;
+    if (l + 1 < d.layers) {
+      asio::post(io_, [this] { NextLayer(); });
+      return;
+    }
+    std::cout << "all " << d.layers << " layers published; serving "
+              << (a_.linger_s >= 0 ? "for " + std::to_string(a_.linger_s) + " s"
+                                   : "until interrupted")
+              << std::endl;
+    if (a_.linger_s >= 0) {
+      timer_.expires_after(std::chrono::milliseconds(static_cast<int64_t>(a_.linger_s * 1000)));
+      timer_.async_wait([this](const boost::system::error_code& ec) {
+        if (!ec) Stop("linger time over");
+      });
+    }
+  }
+
+  uint64_t ElapsedMs() const {
+    return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() -
+                                                                 start_)
+        .count();
+  }
+
+  void Stop(const std::string& why) {
+    if (stopping_) return;
+    stopping_ = true;
+    if (!why.empty()) std::cout << "stopping: " << why << std::endl;
+    timer_.cancel();
+    signals_.cancel();
+    if (server_) {
+      server_->Shutdown(std::chrono::milliseconds(1000), [this] { io_.stop(); });
+    } else {
+      io_.stop();
+    }
+  }
+
+  Args a_;
+  asio::io_context io_;
+  asio::steady_timer timer_;
+  asio::signal_set signals_;
+  moqt::TrackStore store_;
+  std::unique_ptr<stream::Publisher> pub_;
+  std::unique_ptr<moqt::MoqtServer> server_;
+  const tensorio::KvCacheView* cache_ = nullptr;
+  uint64_t blocks_ = 0;
+  std::chrono::steady_clock::time_point start_;
+  bool stopping_ = false;
+  int rc_ = 0;
+};
+
+RunFn Setup(CLI::App& app) {
+  auto a = std::make_shared<Args>();
+  auto* cmd = app.add_subcommand(
+      kCmd, "Publish a KV cache (safetensors) over MOQT, layer by layer, serving subscribers");
+  cmd->add_option("cache", a->input, "the KV cache (docs/formats/safetensors-kv.md)")->required();
+  a->scope.Add(cmd);
+  cmd->add_option("--sign-key", a->sign_key,
+                  "producer private key (kvcs keygen producer): publish a signed manifest.cose");
+  cmd->add_option("--listen", a->listen, "serve on HOST:PORT (UDP; port 0: any)")
+      ->capture_default_str();
+  cmd->add_option("--manifest-every", a->manifest_every,
+                  "publish a manifest version after every N layers (1..8)")
+      ->capture_default_str();
+  cmd->add_option("--linger", a->linger_s,
+                  "exit this many seconds after the last layer (default: until interrupted)");
+  cmd->add_option("--cert", a->cert, "server certificate (PEM); default: a dev certificate");
+  cmd->add_option("--key", a->key, "server private key (PEM)");
+  cmd->footer(
+      "Example:\n"
+      "  kvcs publish cache.safetensors --scope-key-file tenant.key --sign-key producer.key \\\n"
+      "      --listen 127.0.0.1:4443\n"
+      "  kvcs get moqt://127.0.0.1:4443/ --insecure --tokens prompt.txt --descriptor d.json \\\n"
+      "      --scope-key-file tenant.key --producer-key producer.pub --out got.safetensors");
+  return [a] { return Run(*a).Go(); };
+}
+
+}  // namespace
+KVCS_REGISTER_COMMAND(publish, 75, Setup);
+}  // namespace kvcs::cli

@@ -1,0 +1,148 @@
+// ConnectionAdmission's decisions, without sockets: the total and per-address caps, eviction
+// order at the cap (head-pending past a grace, then idle, then young head-pending; oldest
+// first), refusal when all are busy, the head
+// deadline under pressure, requests in flight per address, Stop, and the counters.
+#include "http/admission.h"
+
+#include <gtest/gtest.h>
+
+namespace kvcs::http {
+namespace {
+
+using Verdict = ConnectionAdmission::Verdict;
+using HeadVerdict = ConnectionAdmission::HeadVerdict;
+using std::chrono::milliseconds;
+// Connections are admitted at T0; T1 is past the eviction grace (1 s).
+const ConnectionAdmission::TimePoint T0{};
+const ConnectionAdmission::TimePoint T1 = T0 + std::chrono::seconds(5);
+
+Limits Small() {
+  Limits l;
+  l.max_connections = 4;
+  l.max_connections_per_address = 3;
+  l.max_requests_per_address = 2;
+  l.header_timeout = milliseconds(10000);
+  l.header_timeout_under_pressure = milliseconds(2000);
+  l.pressure_percent = 75;
+  return l;
+}
+
+// Admits and makes the connection busy (a request head arrived).
+ConnectionAdmission::ConnectionId Busy(ConnectionAdmission& a, const char* address) {
+  auto d = a.Admit(address, T0);
+  EXPECT_EQ(d.verdict, Verdict::kAdmitted);
+  EXPECT_TRUE(a.AwaitHead(d.id));
+  EXPECT_EQ(a.HeadArrived(d.id), HeadVerdict::kServe);
+  return d.id;
+}
+
+TEST(ConnectionAdmission, PerAddressConnectionCap) {
+  ConnectionAdmission a(Small());
+  for (int i = 0; i < 3; ++i) EXPECT_EQ(a.Admit("10.0.0.1", T0).verdict, Verdict::kAdmitted);
+  EXPECT_EQ(a.Admit("10.0.0.1", T0).verdict, Verdict::kRefusedAddress);
+  EXPECT_EQ(a.Admit("10.0.0.2", T0).verdict, Verdict::kAdmitted);
+  EXPECT_EQ(a.metrics().refused_address_connections, 1u);
+  EXPECT_EQ(a.metrics().admitted, 4u);
+}
+
+TEST(ConnectionAdmission, AtTheCapTheOldestHeadPendingGoesFirst) {
+  ConnectionAdmission a(Small());
+  auto idle = Busy(a, "10.0.0.1");
+  ASSERT_TRUE(a.AwaitHead(idle));  // idle keep-alive now
+  auto p1 = a.Admit("10.0.0.2", T0).id;
+  auto p2 = a.Admit("10.0.0.2", T0).id;
+  auto busy = Busy(a, "10.0.0.3");
+  auto d = a.Admit("10.0.0.4", T1);
+  ASSERT_EQ(d.verdict, Verdict::kAdmitted);
+  EXPECT_EQ(d.evict, std::vector<ConnectionAdmission::ConnectionId>{p1});
+  EXPECT_FALSE(a.Live(p1));
+  EXPECT_FALSE(a.AwaitHead(p1));
+  EXPECT_EQ(a.HeadArrived(p1), HeadVerdict::kGone);
+  EXPECT_EQ(a.Admit("10.0.0.5", T1).evict, std::vector<ConnectionAdmission::ConnectionId>{p2});
+  // The head-pending ones left (d and the last) are within their grace: the idle one goes.
+  EXPECT_EQ(a.Admit("10.0.0.6", T1).evict, std::vector<ConnectionAdmission::ConnectionId>{idle});
+  // Then, with no idle connection left, the oldest young head-pending one (d).
+  EXPECT_EQ(a.Admit("10.0.0.7", T1).evict, std::vector<ConnectionAdmission::ConnectionId>{d.id});
+  auto m = a.metrics();
+  EXPECT_EQ(m.evicted_head_pending, 3u);
+  EXPECT_EQ(m.evicted_idle, 1u);
+  EXPECT_TRUE(a.Live(busy));
+  EXPECT_EQ(a.active(), 4u);
+}
+
+TEST(ConnectionAdmission, IdleOldestFirstThenRefusedWhenAllBusy) {
+  ConnectionAdmission a(Small());
+  auto i1 = Busy(a, "10.0.0.1");
+  auto i2 = Busy(a, "10.0.0.2");
+  Busy(a, "10.0.0.3");
+  Busy(a, "10.0.0.4");
+  ASSERT_TRUE(a.AwaitHead(i2));  // i2 went idle before i1
+  ASSERT_TRUE(a.AwaitHead(i1));
+  auto n1 = a.Admit("10.0.0.5", T0);
+  EXPECT_EQ(n1.evict, std::vector<ConnectionAdmission::ConnectionId>{i2});
+  ASSERT_EQ(a.HeadArrived(n1.id), HeadVerdict::kServe);
+  EXPECT_EQ(a.Admit("10.0.0.6", T0).evict, std::vector<ConnectionAdmission::ConnectionId>{i1});
+  // Now: three busy and one head-pending (the last newcomer), which goes next; make it busy.
+  auto last = a.Admit("10.0.0.7", T0);
+  ASSERT_EQ(last.verdict, Verdict::kAdmitted);
+  ASSERT_EQ(a.HeadArrived(last.id), HeadVerdict::kServe);
+  auto refused = a.Admit("10.0.0.8", T0);
+  EXPECT_EQ(refused.verdict, Verdict::kRefusedFull);
+  EXPECT_TRUE(refused.evict.empty());
+  auto m = a.metrics();
+  EXPECT_EQ(m.evicted_idle, 2u);
+  EXPECT_EQ(m.refused_full, 1u);
+}
+
+TEST(ConnectionAdmission, HeadDeadlineShrinksUnderPressure) {
+  ConnectionAdmission a(Small());
+  auto c1 = a.Admit("a", T0).id;
+  a.Admit("b", T0);
+  EXPECT_EQ(*a.AwaitHead(c1), milliseconds(10000));  // 2 of 4: 50%
+  a.Admit("c", T0);
+  EXPECT_EQ(*a.AwaitHead(c1), milliseconds(2000));  // 3 of 4: 75%
+  Limits l = Small();
+  l.header_timeout = milliseconds(300);  // a shorter normal deadline wins
+  ConnectionAdmission b(l);
+  auto d1 = b.Admit("a", T0).id;
+  b.Admit("b", T0);
+  b.Admit("c", T0);
+  EXPECT_EQ(*b.AwaitHead(d1), milliseconds(300));
+}
+
+TEST(ConnectionAdmission, RequestsInFlightPerAddress) {
+  Limits l = Small();
+  l.max_connections_per_address = 4;
+  ConnectionAdmission a(l);
+  auto c1 = Busy(a, "a");
+  Busy(a, "a");
+  auto c3 = a.Admit("a", T0).id;
+  ASSERT_TRUE(a.AwaitHead(c3));
+  EXPECT_EQ(a.HeadArrived(c3), HeadVerdict::kRefusedAddressRequests);
+  EXPECT_EQ(a.metrics().refused_address_requests, 1u);
+  ASSERT_TRUE(a.AwaitHead(c1));  // c1's request finished
+  EXPECT_EQ(a.HeadArrived(c3), HeadVerdict::kServe);
+  a.Release(c3);  // a busy connection's release frees its request slot
+  auto c4 = a.Admit("a", T0).id;
+  EXPECT_EQ(a.HeadArrived(c4), HeadVerdict::kServe);
+}
+
+TEST(ConnectionAdmission, StopReturnsTheWaitingAndRefusesMore) {
+  ConnectionAdmission a(Small());
+  auto pending = a.Admit("a", T0).id;
+  auto busy = Busy(a, "b");
+  auto idle = Busy(a, "c");
+  ASSERT_TRUE(a.AwaitHead(idle));
+  auto waiting = a.BeginStop();
+  std::sort(waiting.begin(), waiting.end());
+  EXPECT_EQ(waiting, (std::vector<ConnectionAdmission::ConnectionId>{pending, idle}));
+  EXPECT_FALSE(a.AwaitHead(busy));
+  EXPECT_EQ(a.Admit("d", T0).verdict, Verdict::kRefusedStopping);
+  EXPECT_EQ(a.Release(pending), 2u);
+  EXPECT_EQ(a.Release(pending), 2u);  // twice: a no-op
+  a.Release(busy);
+  EXPECT_EQ(a.Release(idle), 0u);
+}
+
+}  // namespace
+}  // namespace kvcs::http
