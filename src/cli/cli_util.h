@@ -9,6 +9,7 @@
 #include <CLI/CLI.hpp>
 #include <cerrno>
 #include <cstdint>
+#include <cstdlib>
 #include <cstring>
 #include <fstream>
 #include <nlohmann/json.hpp>
@@ -152,6 +153,25 @@ struct ScopeOptions {
     return k;
   }
 };
+
+// HOST:PORT of a --listen option ("[::1]:0" for IPv6; port 0 picks a free one).
+struct ListenAddress {
+  std::string host;
+  uint16_t port = 0;
+};
+inline Result<ListenAddress> ParseListen(const std::string& text) {
+  size_t colon = text.rfind(':');
+  if (colon == std::string::npos || colon == 0)
+    return InvalidArgument("--listen must be HOST:PORT");
+  ListenAddress a;
+  a.host = text.substr(0, colon);
+  if (a.host.size() > 2 && a.host.front() == '[') a.host = a.host.substr(1, a.host.size() - 2);
+  char* end = nullptr;
+  long port = std::strtol(text.c_str() + colon + 1, &end, 10);
+  if (*end != '\0' || port < 0 || port > 65535) return InvalidArgument("bad port in --listen");
+  a.port = static_cast<uint16_t>(port);
+  return a;
+}
 
 inline std::string Hex(const Digest& d) { return ToHex(d); }
 
