@@ -22,7 +22,8 @@ namespace bhttp = boost::beast::http;
 
 struct LookupArgs {
   std::string index = "http://127.0.0.1:7070";
-  std::string descriptor, tokens_json, tokens_text;
+  std::string descriptor;
+  TokenIdOptions tokens;
   std::string token, token_file;
   ScopeOptions scope;
   uint32_t max_replicas = index::kDefaultMaxReplicas;
@@ -69,12 +70,8 @@ int RunLookup(const LookupArgs& a) {
   if (!hp.ok() || hp->port == 0) return Fail(kCmd, "--index must be http://HOST:PORT");
   auto d = LoadDescriptor(a.descriptor);
   if (!d.ok()) return Fail(kCmd, d.status().message());
-  bool json_tokens = !a.tokens_json.empty();
-  const std::string& path = json_tokens ? a.tokens_json : a.tokens_text;
-  auto t = ReadSmallFile(path, kMaxTokenFileBytes);
-  if (!t.ok()) return Fail(kCmd, t.status().message());
-  auto tokens = json_tokens ? ParseTokensJson(*t) : ParseTokensText(*t);
-  if (!tokens.ok()) return Fail(kCmd, path + ": " + tokens.status().message());
+  auto tokens = a.tokens.Load();
+  if (!tokens.ok()) return Fail(kCmd, tokens.status().message());
   std::string warning;
   auto scope_key = a.scope.Resolve(&warning);
   if (!scope_key.ok()) return Fail(kCmd, scope_key.status().message());
@@ -150,11 +147,7 @@ RunFn Setup(CLI::App& app) {
   cmd->add_option("--index", a->index, "the index, http://HOST:PORT")->capture_default_str();
   cmd->add_option("--descriptor", a->descriptor, "KVSP Compatibility Descriptor (JSON file)")
       ->required();
-  auto* tj = cmd->add_option("--tokens", a->tokens_json,
-                             "token ids as JSON: [1, 2, ...] or {\"token_ids\": [...]}");
-  auto* tt = cmd->add_option("--tokens-file", a->tokens_text,
-                             "token ids as text, separated by spaces, newlines or commas");
-  tj->excludes(tt);
+  a->tokens.Add(cmd);
   a->scope.Add(cmd);
   auto* tok = cmd->add_option("--token", a->token, "bearer token (kvcs token) granting lookup");
   auto* tokf = cmd->add_option("--token-file", a->token_file, "file holding the bearer token");
@@ -172,12 +165,7 @@ RunFn Setup(CLI::App& app) {
       "      --allow lookup > lookup.jwt\n"
       "  kvcs lookup --index http://127.0.0.1:7070 --descriptor llama8b.json \\\n"
       "      --tokens tokens.json --scope-key-file tenant.key --token-file lookup.jwt");
-  return [a] {
-    if (a->tokens_json.empty() && a->tokens_text.empty()) {
-      return Fail("lookup", "no tokens given", "pass --tokens FILE.json or --tokens-file FILE.txt");
-    }
-    return RunLookup(*a);
-  };
+  return [a] { return RunLookup(*a); };
 }
 
 }  // namespace
