@@ -9,6 +9,7 @@
 #include <CLI/CLI.hpp>
 #include <cerrno>
 #include <cstdint>
+#include <cstdlib>
 #include <cstring>
 #include <fstream>
 #include <nlohmann/json.hpp>
@@ -122,6 +123,37 @@ inline Result<kvsp::ScopeKey> ParseScopeKey(std::string_view text) {
   return *k;
 }
 
+// The --tokens / --tokens-file pair (token ids as JSON or as text) of commands that key a prompt.
+struct TokenIdOptions {
+  std::string json_file, text_file;
+
+  void Add(CLI::App* cmd) {
+    auto* tj = cmd->add_option("--tokens", json_file,
+                               "token ids as JSON: [1, 2, ...] or {\"token_ids\": [...]}");
+    auto* tt = cmd->add_option("--tokens-file", text_file,
+                               "token ids as text, separated by spaces, newlines or commas");
+    tj->excludes(tt);
+  }
+  // The token ids; the message of a failure names the file and says what the option takes.
+  Result<std::vector<uint32_t>> Load() const {
+    if (json_file.empty() && text_file.empty()) {
+      return InvalidArgument("no tokens given: pass --tokens FILE.json or --tokens-file FILE.txt");
+    }
+    bool json = !json_file.empty();
+    const std::string& path = json ? json_file : text_file;
+    auto t = ReadSmallFile(path, kMaxTokenFileBytes);
+    if (!t.ok()) return t.status().WithContext("check the --tokens/--tokens-file path");
+    auto tokens = json ? ParseTokensJson(*t) : ParseTokensText(*t);
+    if (!tokens.ok()) {
+      return InvalidArgument(path + ": " + tokens.status().message() +
+                             (json ? " (--tokens takes a JSON array such as [1000, 1001, 1002])"
+                                   : " (--tokens-file takes integers separated by spaces or "
+                                     "commas)"));
+    }
+    return tokens;
+  }
+};
+
 // The --scope-key-file / --public pair every keyed command takes.
 struct ScopeOptions {
   std::string key_file;
@@ -152,6 +184,25 @@ struct ScopeOptions {
     return k;
   }
 };
+
+// HOST:PORT of a --listen option ("[::1]:0" for IPv6; port 0 picks a free one).
+struct ListenAddress {
+  std::string host;
+  uint16_t port = 0;
+};
+inline Result<ListenAddress> ParseListen(const std::string& text) {
+  size_t colon = text.rfind(':');
+  if (colon == std::string::npos || colon == 0)
+    return InvalidArgument("--listen must be HOST:PORT");
+  ListenAddress a;
+  a.host = text.substr(0, colon);
+  if (a.host.size() > 2 && a.host.front() == '[') a.host = a.host.substr(1, a.host.size() - 2);
+  char* end = nullptr;
+  long port = std::strtol(text.c_str() + colon + 1, &end, 10);
+  if (*end != '\0' || port < 0 || port > 65535) return InvalidArgument("bad port in --listen");
+  a.port = static_cast<uint16_t>(port);
+  return a;
+}
 
 inline std::string Hex(const Digest& d) { return ToHex(d); }
 

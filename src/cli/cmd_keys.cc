@@ -10,7 +10,8 @@ namespace kvcs::cli {
 namespace {
 
 struct KeysArgs {
-  std::string descriptor, tokens_json, tokens_text;
+  std::string descriptor;
+  TokenIdOptions tokens;
   ScopeOptions scope;
 };
 
@@ -21,17 +22,8 @@ int RunKeys(const KeysArgs& a) {
     return Fail(kCmd, d.status().message(),
                 "the descriptor is the KVSP JSON object of shared/specs/kvsp.md §1");
   }
-  std::string text;
-  bool json_tokens = !a.tokens_json.empty();
-  const std::string& path = json_tokens ? a.tokens_json : a.tokens_text;
-  auto t = ReadSmallFile(path, kMaxTokenFileBytes);
-  if (!t.ok()) return Fail(kCmd, t.status().message(), "check the --tokens/--tokens-file path");
-  auto tokens = json_tokens ? ParseTokensJson(*t) : ParseTokensText(*t);
-  if (!tokens.ok()) {
-    return Fail(kCmd, path + ": " + tokens.status().message(),
-                json_tokens ? "--tokens takes a JSON array such as [1000, 1001, 1002]"
-                            : "--tokens-file takes integers separated by spaces or commas");
-  }
+  auto tokens = a.tokens.Load();
+  if (!tokens.ok()) return Fail(kCmd, tokens.status().message());
   std::string warning;
   auto scope_key = a.scope.Resolve(&warning);
   if (!scope_key.ok()) {
@@ -70,11 +62,7 @@ RunFn Setup(CLI::App& app) {
   auto a = std::make_shared<KeysArgs>();
   cmd->add_option("--descriptor", a->descriptor, "KVSP Compatibility Descriptor (JSON file)")
       ->required();
-  auto* tj = cmd->add_option("--tokens", a->tokens_json,
-                             "token ids as JSON: [1, 2, ...] or {\"token_ids\": [...]}");
-  auto* tt = cmd->add_option("--tokens-file", a->tokens_text,
-                             "token ids as text, separated by spaces, newlines or commas");
-  tj->excludes(tt);
+  a->tokens.Add(cmd);
   a->scope.Add(cmd);
   cmd->footer(
       "Output (stdout, JSON): compat_id, scope_id, scope, block_tokens, tokens, blocks,\n"
@@ -84,12 +72,7 @@ RunFn Setup(CLI::App& app) {
       "  seq -s, 1000 1039 | sed 's/.*/[&]/' > tokens.json\n"
       "  kvcs keys --descriptor llama8b.json --tokens tokens.json --public\n"
       "  kvcs keys --descriptor llama8b.json --tokens-file ids.txt --scope-key-file tenant.key");
-  return [a] {
-    if (a->tokens_json.empty() && a->tokens_text.empty()) {
-      return Fail("keys", "no tokens given", "pass --tokens FILE.json or --tokens-file FILE.txt");
-    }
-    return RunKeys(*a);
-  };
+  return [a] { return RunKeys(*a); };
 }
 
 }  // namespace

@@ -7,6 +7,7 @@
 #include <fstream>
 #include <iostream>
 
+#include "cli/cli_util.h"
 #include "cli/command.h"
 #include "common/crypto.h"
 #include "common/hex.h"
@@ -94,18 +95,12 @@ Result<std::string> GenerateConfig(const std::string& path, s3::ServerConfig* co
 int Run(const StoreFlags& f) {
   const std::string cmd = "store";
   s3::ServerConfig config;
-  size_t colon = f.listen.rfind(':');
-  if (colon == std::string::npos || colon == 0) {
-    return Fail(cmd, "--listen must be HOST:PORT", "e.g. --listen 127.0.0.1:9000 (port 0: any)");
+  auto listen = ParseListen(f.listen);
+  if (!listen.ok()) {
+    return Fail(cmd, listen.status().message(), "e.g. --listen 127.0.0.1:9000 (port 0: any)");
   }
-  config.listen_host = f.listen.substr(0, colon);
-  if (config.listen_host.size() > 2 && config.listen_host.front() == '[') {
-    config.listen_host = config.listen_host.substr(1, config.listen_host.size() - 2);
-  }
-  char* end = nullptr;
-  long port = std::strtol(f.listen.c_str() + colon + 1, &end, 10);
-  if (*end != '\0' || port < 0 || port > 65535) return Fail(cmd, "bad port in --listen");
-  config.port = static_cast<uint16_t>(port);
+  config.listen_host = listen->host;
+  config.port = listen->port;
   config.io_threads = f.io_threads;
   if (f.max_connections) config.http_limits.max_connections = f.max_connections;
   if (f.max_connections_per_address) {
