@@ -24,10 +24,12 @@ Status Track::StartGroup(uint64_t group_id) {
         "group " + std::to_string(group_id) + " is not above " + std::to_string(*highest_group_));
   }
   if (open_group_) KVCS_RETURN_IF_ERROR(EndGroup());
+  // The new group is the highest, so the plan never refuses it.
+  KVCS_ASSIGN_OR_RETURN(size_t evict, PlanEviction(group_id, /*new_group=*/true, 0));
   open_group_ = group_id;
   highest_group_ = group_id;
   groups_[group_id];
-  Evict();
+  EvictOldest(evict);
   return Status::Ok();
 }
 
@@ -102,16 +104,24 @@ Status Track::AddObject(PublishedObject o) {
   if (open_group_ && gid != *open_group_ && o.status != ObjectStatus::kEndOfTrack) {
     return TrackErrorStatus(TrackError::kGroupNotAscending, "another group is open");
   }
-  Group& g = groups_[gid];
-  if (g.ended) return TrackErrorStatus(TrackError::kGroupEnded, "group ended");
-  if (!g.objects.empty() && o.location.object <= g.objects.rbegin()->first) {
-    return TrackErrorStatus(TrackError::kObjectNotAscending,
-                            "object " + std::to_string(o.location.object) + " not ascending");
+  auto existing = groups_.find(gid);
+  const bool new_group = existing == groups_.end();
+  if (!new_group) {
+    const Group& g = existing->second;
+    if (g.ended) return TrackErrorStatus(TrackError::kGroupEnded, "group ended");
+    if (!g.objects.empty() && o.location.object <= g.objects.rbegin()->first) {
+      return TrackErrorStatus(TrackError::kObjectNotAscending,
+                              "object " + std::to_string(o.location.object) + " not ascending");
+    }
   }
   if (o.status == ObjectStatus::kEndOfTrack && largest_ && o.location <= *largest_) {
     return TrackErrorStatus(TrackError::kObjectNotAscending,
                             "End of Track below the largest object");
   }
+  // Decide the evictions before storing anything: the group written to must survive them (it is
+  // read again below, and a relay filling an old group must not lose what it just wrote).
+  KVCS_ASSIGN_OR_RETURN(size_t evict, PlanEviction(gid, new_group, o.payload->size()));
+  Group& g = groups_[gid];
   if (o.status != ObjectStatus::kNormal) g.ended = true;
   g.bytes += o.payload->size();
   bytes_ += o.payload->size();
@@ -124,15 +134,33 @@ Status Track::AddObject(PublishedObject o) {
     open_group_.reset();
   }
   auto [it, inserted] = g.objects.emplace(o.location.object, std::move(o));
-  Evict();
-  // Eviction never removes the newest group, so `it` is still valid.
+  EvictOldest(evict);  // never reaches `gid` (PlanEviction), so `it` stays valid
   Notify(it->second);
   return Status::Ok();
 }
 
-void Track::Evict() {
-  while (groups_.size() > 1 &&
-         (groups_.size() > options_.max_groups || bytes_ > options_.max_bytes)) {
+Result<size_t> Track::PlanEviction(uint64_t gid, bool new_group, uint64_t payload) const {
+  size_t groups = groups_.size() + (new_group ? 1 : 0);
+  uint64_t bytes = bytes_ + payload;
+  size_t evict = 0;
+  // The same loop as the eviction itself (oldest first, never the last group), on counts only.
+  for (auto it = groups_.begin();
+       groups > 1 && (groups > options_.max_groups || bytes > options_.max_bytes); ++it) {
+    if (it == groups_.end() || it->first >= gid) {
+      return TrackErrorStatus(
+          TrackError::kBelowRetained,
+          "group " + std::to_string(gid) + " is below the groups this track retains",
+          Code::kOutOfRange);
+    }
+    --groups;
+    bytes -= it->second.bytes;
+    ++evict;
+  }
+  return evict;
+}
+
+void Track::EvictOldest(size_t count) {
+  for (; count > 0 && !groups_.empty(); --count) {
     auto it = groups_.begin();
     bytes_ -= it->second.bytes;
     evicted_below_ = it->first + 1;

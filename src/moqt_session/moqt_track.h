@@ -48,6 +48,7 @@ enum class TrackError {
   kExists,              // CreateTrack of an existing name / duplicate namespace
   kTooMany,             // store bounds (tracks, namespaces)
   kInvalidName,         // namespace/name outside draft limits
+  kBelowRetained,       // AddObject into a group the track's own bounds would evict at once
 };
 
 // A Status carrying `error` as its typed detail ("moqt track: " + message).
@@ -101,7 +102,10 @@ class Track {
   Status EndTrack();
 
   // ---- general insertion (relays): any object whose group is still accepted, ascending IDs
-  // within its group, nothing after End of Group / End of Track.
+  // within its group, nothing after End of Group / End of Track. An object whose group the
+  // track's bounds would evict at once (a new group below the retained ones while the track is
+  // full, or the oldest group filled past max_bytes) is refused with kBelowRetained and nothing
+  // changes: a write never evicts the group it writes to.
   Status AddObject(PublishedObject object);
 
   // ---- queries (sessions)
@@ -138,7 +142,12 @@ class Track {
     bool ended = false;
     uint64_t bytes = 0;
   };
-  void Evict();
+  // How many of the oldest groups must go so that storing `payload` more bytes in `gid` (a new
+  // group when `new_group`) keeps the track within max_groups / max_bytes. The newest group is
+  // never evicted; kBelowRetained when `gid` itself would have to go (an object for a group
+  // below the retained ones, or filling the oldest group past the byte bound).
+  Result<size_t> PlanEviction(uint64_t gid, bool new_group, uint64_t payload) const;
+  void EvictOldest(size_t count);
   void Notify(const PublishedObject& o);
 
   FullTrackName name_;

@@ -76,6 +76,49 @@ TEST(TrackTest, RelayInsertionRulesAndEviction) {
   EXPECT_TRUE(t.AddObject(obj(5, 9)).Is(TrackError::kGroupNotAscending));
 }
 
+// Regression: an object for a group below the retained ones used to create that group, evict it
+// at once (it was the oldest) and then notify listeners with the freed object. Now it is refused
+// with a typed error and nothing changes (ASan-clean).
+TEST(TrackTest, ObjectBelowTheRetainedGroupsIsRefusedNotEvictedWhileWritten) {
+  TrackOptions o;
+  o.max_groups = 2;
+  Track t({{"ns"}, "t"}, o);
+  auto obj = [](uint64_t g, uint64_t id, size_t size = 3) {
+    PublishedObject p;
+    p.location = {g, id};
+    p.payload = std::make_shared<const Bytes>(Bytes(size, 1));
+    return p;
+  };
+  struct Seen : TrackListener {
+    std::vector<Location> locs;
+    void OnObjectAdded(Track&, const PublishedObject& o) override { locs.push_back(o.location); }
+  } seen;
+  t.AddListener(&seen);
+  ASSERT_TRUE(t.AddObject(obj(5, 0)).ok());
+  ASSERT_TRUE(t.AddObject(obj(6, 0)).ok());
+  EXPECT_TRUE(t.AddObject(obj(4, 0)).Is(TrackError::kBelowRetained));
+  EXPECT_EQ(t.oldest_group(), 5u);
+  EXPECT_EQ(t.Find({4, 0}), nullptr);
+  EXPECT_NE(t.Find({5, 0}), nullptr);
+  EXPECT_EQ(t.stored_bytes(), 6u);
+  EXPECT_EQ(seen.locs, (std::vector<Location>{{5, 0}, {6, 0}}));
+  // The same through the byte bound: filling the oldest group past max_bytes would evict it.
+  TrackOptions b;
+  b.max_bytes = 8;
+  Track u({{"ns"}, "u"}, b);
+  u.AddListener(&seen);
+  ASSERT_TRUE(u.AddObject(obj(5, 0, 4)).ok());
+  ASSERT_TRUE(u.AddObject(obj(6, 0, 4)).ok());
+  EXPECT_TRUE(u.AddObject(obj(5, 1, 4)).Is(TrackError::kBelowRetained));
+  EXPECT_EQ(u.Find({5, 1}), nullptr);
+  EXPECT_EQ(u.stored_bytes(), 8u);
+  // A new newest group still evicts the oldest.
+  ASSERT_TRUE(u.AddObject(obj(7, 0, 4)).ok());
+  EXPECT_EQ(u.oldest_group(), 6u);
+  u.RemoveListener(&seen);
+  t.RemoveListener(&seen);
+}
+
 TEST(TrackTest, ByteBudgetEvictsOldestGroups) {
   TrackOptions o;
   o.max_bytes = 10;
