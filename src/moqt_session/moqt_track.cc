@@ -218,6 +218,12 @@ std::optional<uint64_t> Track::NextGroup(std::optional<uint64_t> after, GroupOrd
   return std::prev(it)->first;
 }
 
+uint8_t Track::GroupPriority(uint64_t group) const {
+  auto g = groups_.find(group);
+  if (g == groups_.end() || g->second.objects.empty()) return options_.publisher_priority;
+  return g->second.objects.begin()->second.publisher_priority;
+}
+
 std::optional<uint64_t> Track::LastNormalObject(uint64_t group) const {
   auto g = groups_.find(group);
   if (g == groups_.end()) return std::nullopt;

@@ -123,6 +123,10 @@ class Track {
   bool GroupEnded(uint64_t group) const;
   // The next retained group strictly after `group` in `order` (nullopt: none yet).
   std::optional<uint64_t> NextGroup(std::optional<uint64_t> after, GroupOrder order) const;
+  // The publisher priority of `group`: that of its first retained object (KVCS gives every
+  // object of a layer's group the same one), else the track's default. Subgroup headers and
+  // data stream send orders use it.
+  uint8_t GroupPriority(uint64_t group) const;
   // The last Normal object of `group`, or nullopt.
   std::optional<uint64_t> LastNormalObject(uint64_t group) const;
   // The oldest group still retained (nullopt when empty); groups below were evicted.
