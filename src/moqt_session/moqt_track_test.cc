@@ -3,6 +3,9 @@
 
 #include <gtest/gtest.h>
 
+#include "moqt_session/moqt_byte_budget.h"
+#include "moqt_session/moqt_track_store.h"
+
 namespace kvcs::moqt {
 namespace {
 
@@ -130,6 +133,37 @@ TEST(TrackTest, ByteBudgetEvictsOldestGroups) {
   EXPECT_LE(t.stored_bytes(), 10u);
   EXPECT_EQ(t.oldest_group(), 3u);
   EXPECT_TRUE(t.AppendObject(Bytes(11, 0)).status().Is(TrackError::kTooLarge));
+}
+
+// One ByteBudget shared by two tracks: payload plus fixed overheads are charged; a write evicts
+// its own track's oldest groups when that frees enough, is refused (kBudgetExhausted) when the
+// bytes are held elsewhere, and a track's death releases what it held.
+TEST(TrackTest, SharedByteBudgetChargesOverheadsEvictsOwnGroupsOrRefuses) {
+  constexpr uint64_t kObj = 100 + kTrackObjectOverheadBytes;
+  constexpr uint64_t kGroup = kTrackGroupOverheadBytes;
+  auto budget = std::make_shared<ByteBudget>(3 * (kGroup + kObj));
+  TrackStore store(budget);
+  auto a = *store.CreateTrack({{"ns"}, "a"});
+  auto b = *store.CreateTrack({{"ns"}, "b"});
+  ASSERT_TRUE(a->StartGroup(0).ok());
+  ASSERT_TRUE(a->AppendObject(Bytes(100, 1)).ok());
+  ASSERT_TRUE(a->StartGroup(1).ok());  // End of Group of group 0 is an object too
+  EXPECT_EQ(budget->used(), 2 * kGroup + kObj + kTrackObjectOverheadBytes);
+  ASSERT_TRUE(a->AppendObject(Bytes(100, 1)).ok());
+  // Track b cannot fit a group: a holds the bytes and b has nothing of its own to evict.
+  ASSERT_TRUE(b->StartGroup(0).ok());
+  EXPECT_TRUE(b->AppendObject(Bytes(100, 1)).status().Is(TrackError::kBudgetExhausted));
+  EXPECT_EQ(b->Find({0, 0}), nullptr);
+  // Track a's next group evicts a's own oldest group instead.
+  ASSERT_TRUE(a->StartGroup(2).ok());
+  EXPECT_EQ(a->oldest_group(), 1u);
+  EXPECT_LE(budget->used(), budget->limit());
+  // Dropping track a releases everything it held; b now fits.
+  store.RemoveTrack(a->name());
+  a.reset();
+  EXPECT_EQ(budget->used(), kGroup);  // b's empty group 0
+  ASSERT_TRUE(b->AppendObject(Bytes(100, 1)).ok());
+  EXPECT_EQ(budget->used(), kGroup + kObj);
 }
 
 TEST(TrackTest, AppendObjectCanTakeOverTheProducersBuffer) {
