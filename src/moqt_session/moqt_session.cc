@@ -837,7 +837,7 @@ void MoqtSessionImpl::OpenFetchStream(FetchStreamParams p) {
   if (owner.kind == RequestKind::kFetch) owner.fetch_stream = sid;
   stats_.data_streams_opened++;
   s->SetSendOrder(
-      DataSendOrder(priority, owner.track->options().publisher_priority, order, start_group, true));
+      DataSendOrder(priority, owner.track->GroupPriority(start_group), order, start_group, true));
   e.out_data->WriteHeader(*s, *owner.track);
   PumpData(sid);
 }
@@ -854,12 +854,12 @@ void MoqtSessionImpl::OpenGroupStream(IncomingRequest& sub, uint64_t group, uint
   StreamId sid = s->GetStreamId();
   StreamEntry& e = streams_[sid];
   e.out_data = OutgoingDataStream::Subgroup(this, sid, sub.id, sub.alias, group, first_object,
-                                            sub.track->options().publisher_priority, config_.wire);
+                                            sub.track->GroupPriority(group), config_.wire);
   sub.group_streams[group] = sid;
   sub.data_streams.insert(sid);
   sub.streams_opened++;
   stats_.data_streams_opened++;
-  s->SetSendOrder(DataSendOrder(sub.subscriber_priority, sub.track->options().publisher_priority,
+  s->SetSendOrder(DataSendOrder(sub.subscriber_priority, sub.track->GroupPriority(group),
                                 sub.group_order, group, false));
   e.out_data->WriteHeader(*s, *sub.track);
   PumpData(sid);
@@ -1085,7 +1085,7 @@ void MoqtSessionImpl::HandleSubscriptionUpdate(IncomingRequest& r, const Request
     r.subscriber_priority = *p.subscriber_priority;
     for (auto& [g, sid] : r.group_streams) {
       if (transport::Stream* s = sid ? TStream(sid) : nullptr) {
-        s->SetSendOrder(DataSendOrder(r.subscriber_priority, r.track->options().publisher_priority,
+        s->SetSendOrder(DataSendOrder(r.subscriber_priority, r.track->GroupPriority(g),
                                       r.group_order, g, false));
       }
     }

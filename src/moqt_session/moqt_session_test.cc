@@ -720,6 +720,44 @@ TEST_F(MoqtSessionTest, HigherPrioritySubscriptionIsSentFirstUnderContention) {
   for (int i = 0; i < 20; ++i) EXPECT_EQ(order[i], "hi") << i;
 }
 
+// KVCS sets a publisher priority per group (floor(128·g/L) per layer): the subgroup header of
+// each group's stream carries that group's priority, and under limited capacity the group with
+// the more urgent priority is sent first even though it was produced last.
+TEST_F(MoqtSessionTest, PublisherPriorityPerGroupOrdersStreamsAndIsInTheHeader) {
+  TrackStore store;
+  uint64_t now = 0;
+  InMemoryOptions so;
+  so.send_capacity_per_pump = 1500;
+  Peer p(&store, &now, {}, so);
+  auto t = *store.CreateTrack({{"p"}, "layers"});  // track default priority 128
+  struct Rec : Sub {
+    void OnObject(const ReceivedObject& o) override {
+      if (o.status == ObjectStatus::kNormal)
+        got.push_back({o.location.group, o.publisher_priority});
+    }
+    std::vector<std::pair<uint64_t, uint8_t>> got;
+  };
+  auto rec = std::make_shared<Rec>();
+  ASSERT_TRUE(p.client->Subscribe(t->name(), {}, rec).ok());
+  p.Run();
+  auto add = [&](uint64_t g, uint64_t id, uint8_t priority) {
+    PublishedObject o;
+    o.location = {g, id};
+    o.publisher_priority = priority;
+    o.payload = std::make_shared<const Bytes>(Bytes(500, 1));
+    ASSERT_TRUE(t->AddObject(std::move(o)).ok());
+  };
+  // Both groups are written before the transport runs: group 0 (less urgent, 200) first.
+  for (uint64_t i = 0; i < 20; ++i) add(0, i, 200);
+  for (uint64_t i = 0; i < 20; ++i) add(1, i, 10);
+  p.Run();
+  ASSERT_EQ(rec->got.size(), 40u);
+  for (size_t i = 0; i < 20; ++i) {
+    EXPECT_EQ(rec->got[i], (std::pair<uint64_t, uint8_t>{1, 10})) << i;
+    EXPECT_EQ(rec->got[20 + i], (std::pair<uint64_t, uint8_t>{0, 200})) << i;
+  }
+}
+
 // ------------------------------------------------------------------ malformed peer input
 
 // A raw client: writes bytes straight into the transport and records how the session ended.

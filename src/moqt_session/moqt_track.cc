@@ -16,6 +16,10 @@ Track::Track(FullTrackName name, TrackOptions options)
   if (options_.max_groups == 0) options_.max_groups = 1;
 }
 
+Track::~Track() {
+  if (options_.budget) options_.budget->Release(charged_);
+}
+
 Status Track::StartGroup(uint64_t group_id) {
   if (ended()) return TrackErrorStatus(TrackError::kTrackEnded, "track ended");
   if (highest_group_ && group_id <= *highest_group_) {
@@ -24,10 +28,13 @@ Status Track::StartGroup(uint64_t group_id) {
         "group " + std::to_string(group_id) + " is not above " + std::to_string(*highest_group_));
   }
   if (open_group_) KVCS_RETURN_IF_ERROR(EndGroup());
+  // The new group is the highest: only a full shared budget refuses it.
+  KVCS_ASSIGN_OR_RETURN(size_t evict,
+                        PlanEviction(group_id, /*new_group=*/true, 0, kTrackGroupOverheadBytes));
   open_group_ = group_id;
   highest_group_ = group_id;
-  groups_[group_id];
-  Evict();
+  Charge(groups_[group_id], kTrackGroupOverheadBytes);
+  EvictOldest(evict);
   return Status::Ok();
 }
 
@@ -102,16 +109,27 @@ Status Track::AddObject(PublishedObject o) {
   if (open_group_ && gid != *open_group_ && o.status != ObjectStatus::kEndOfTrack) {
     return TrackErrorStatus(TrackError::kGroupNotAscending, "another group is open");
   }
-  Group& g = groups_[gid];
-  if (g.ended) return TrackErrorStatus(TrackError::kGroupEnded, "group ended");
-  if (!g.objects.empty() && o.location.object <= g.objects.rbegin()->first) {
-    return TrackErrorStatus(TrackError::kObjectNotAscending,
-                            "object " + std::to_string(o.location.object) + " not ascending");
+  auto existing = groups_.find(gid);
+  const bool new_group = existing == groups_.end();
+  if (!new_group) {
+    const Group& g = existing->second;
+    if (g.ended) return TrackErrorStatus(TrackError::kGroupEnded, "group ended");
+    if (!g.objects.empty() && o.location.object <= g.objects.rbegin()->first) {
+      return TrackErrorStatus(TrackError::kObjectNotAscending,
+                              "object " + std::to_string(o.location.object) + " not ascending");
+    }
   }
   if (o.status == ObjectStatus::kEndOfTrack && largest_ && o.location <= *largest_) {
     return TrackErrorStatus(TrackError::kObjectNotAscending,
                             "End of Track below the largest object");
   }
+  // Decide the evictions before storing anything: the group written to must survive them (it is
+  // read again below, and a relay filling an old group must not lose what it just wrote).
+  const uint64_t charge =
+      o.payload->size() + kTrackObjectOverheadBytes + (new_group ? kTrackGroupOverheadBytes : 0);
+  KVCS_ASSIGN_OR_RETURN(size_t evict, PlanEviction(gid, new_group, o.payload->size(), charge));
+  Group& g = groups_[gid];
+  Charge(g, charge);
   if (o.status != ObjectStatus::kNormal) g.ended = true;
   g.bytes += o.payload->size();
   bytes_ += o.payload->size();
@@ -124,17 +142,53 @@ Status Track::AddObject(PublishedObject o) {
     open_group_.reset();
   }
   auto [it, inserted] = g.objects.emplace(o.location.object, std::move(o));
-  Evict();
-  // Eviction never removes the newest group, so `it` is still valid.
+  EvictOldest(evict);  // never reaches `gid` (PlanEviction), so `it` stays valid
   Notify(it->second);
   return Status::Ok();
 }
 
-void Track::Evict() {
-  while (groups_.size() > 1 &&
-         (groups_.size() > options_.max_groups || bytes_ > options_.max_bytes)) {
+Result<size_t> Track::PlanEviction(uint64_t gid, bool new_group, uint64_t payload,
+                                   uint64_t charge) const {
+  size_t groups = groups_.size() + (new_group ? 1 : 0);
+  uint64_t bytes = bytes_ + payload;
+  uint64_t freed = 0;
+  const ByteBudget* budget = options_.budget.get();
+  auto own_over = [&] { return groups > options_.max_groups || bytes > options_.max_bytes; };
+  auto budget_short = [&] { return budget && !budget->Fits(charge, freed); };
+  size_t evict = 0;
+  // Oldest first, never the last group, and never `gid`: on counts only, nothing changes yet.
+  for (auto it = groups_.begin(); groups > 1 && (own_over() || budget_short()); ++it) {
+    if (it == groups_.end() || it->first >= gid) break;
+    --groups;
+    bytes -= it->second.bytes;
+    freed += it->second.charge;
+    ++evict;
+  }
+  if (groups > 1 && own_over()) {
+    return TrackErrorStatus(
+        TrackError::kBelowRetained,
+        "group " + std::to_string(gid) + " is below the groups this track retains",
+        Code::kOutOfRange);
+  }
+  if (budget_short()) {
+    return TrackErrorStatus(TrackError::kBudgetExhausted, "the shared byte budget is full",
+                            Code::kResourceExhausted);
+  }
+  return evict;
+}
+
+void Track::Charge(Group& g, uint64_t charge) {
+  g.charge += charge;
+  charged_ += charge;
+  if (options_.budget) options_.budget->Charge(charge);
+}
+
+void Track::EvictOldest(size_t count) {
+  for (; count > 0 && !groups_.empty(); --count) {
     auto it = groups_.begin();
     bytes_ -= it->second.bytes;
+    charged_ -= it->second.charge;
+    if (options_.budget) options_.budget->Release(it->second.charge);
     evicted_below_ = it->first + 1;
     groups_.erase(it);
   }
@@ -188,6 +242,12 @@ std::optional<uint64_t> Track::NextGroup(std::optional<uint64_t> after, GroupOrd
   auto it = groups_.lower_bound(*after);
   if (it == groups_.begin()) return std::nullopt;
   return std::prev(it)->first;
+}
+
+uint8_t Track::GroupPriority(uint64_t group) const {
+  auto g = groups_.find(group);
+  if (g == groups_.end() || g->second.objects.empty()) return options_.publisher_priority;
+  return g->second.objects.begin()->second.publisher_priority;
 }
 
 std::optional<uint64_t> Track::LastNormalObject(uint64_t group) const {

@@ -31,6 +31,7 @@
 #include "common/bytes.h"
 #include "common/status.h"
 #include "moqt/moqt_messages.h"
+#include "moqt_session/moqt_byte_budget.h"
 #include "moqt_session/moqt_session_limits.h"
 #include "moqt_session/moqt_track_source.h"
 
@@ -48,6 +49,8 @@ enum class TrackError {
   kExists,              // CreateTrack of an existing name / duplicate namespace
   kTooMany,             // store bounds (tracks, namespaces)
   kInvalidName,         // namespace/name outside draft limits
+  kBelowRetained,       // AddObject into a group the track's own bounds would evict at once
+  kBudgetExhausted,     // the shared ByteBudget is full and this track cannot free enough
 };
 
 // A Status carrying `error` as its typed detail ("moqt track: " + message).
@@ -64,6 +67,8 @@ struct TrackOptions {
   bool prefer_datagrams = false;
   // Extra track properties (ascending types) sent in SUBSCRIBE_OK, FETCH_OK, TRACK_STATUS_OK.
   Properties track_properties;
+  // The process-wide byte budget this track charges (moqt_byte_budget.h); null: none.
+  std::shared_ptr<ByteBudget> budget;
 };
 
 // One stored object. The payload is shared (immutable, never copied per subscriber).
@@ -79,6 +84,7 @@ struct PublishedObject {
 class Track {
  public:
   Track(FullTrackName name, TrackOptions options);
+  ~Track();  // releases its charge on the budget
   Track(const Track&) = delete;
   Track& operator=(const Track&) = delete;
 
@@ -101,7 +107,10 @@ class Track {
   Status EndTrack();
 
   // ---- general insertion (relays): any object whose group is still accepted, ascending IDs
-  // within its group, nothing after End of Group / End of Track.
+  // within its group, nothing after End of Group / End of Track. An object whose group the
+  // track's bounds would evict at once (a new group below the retained ones while the track is
+  // full, or the oldest group filled past max_bytes) is refused with kBelowRetained and nothing
+  // changes: a write never evicts the group it writes to.
   Status AddObject(PublishedObject object);
 
   // ---- queries (sessions)
@@ -119,6 +128,10 @@ class Track {
   bool GroupEnded(uint64_t group) const;
   // The next retained group strictly after `group` in `order` (nullopt: none yet).
   std::optional<uint64_t> NextGroup(std::optional<uint64_t> after, GroupOrder order) const;
+  // The publisher priority of `group`: that of its first retained object (KVCS gives every
+  // object of a layer's group the same one), else the track's default. Subgroup headers and
+  // data stream send orders use it.
+  uint8_t GroupPriority(uint64_t group) const;
   // The last Normal object of `group`, or nullopt.
   std::optional<uint64_t> LastNormalObject(uint64_t group) const;
   // The oldest group still retained (nullopt when empty); groups below were evicted.
@@ -136,9 +149,19 @@ class Track {
   struct Group {
     std::map<uint64_t, PublishedObject> objects;
     bool ended = false;
-    uint64_t bytes = 0;
+    uint64_t bytes = 0;   // payload
+    uint64_t charge = 0;  // what it holds of the budget: payload + overheads
   };
-  void Evict();
+  // How many of the oldest groups must go so that storing `payload` more bytes (`charge` more
+  // of the budget) in `gid` (a new group when `new_group`) keeps the track within max_groups /
+  // max_bytes and the budget. The newest group is never evicted; kBelowRetained when `gid`
+  // itself would have to go for the track's own bounds (an object for a group below the
+  // retained ones, or filling the oldest group past max_bytes); kBudgetExhausted when the
+  // budget stays short.
+  Result<size_t> PlanEviction(uint64_t gid, bool new_group, uint64_t payload,
+                              uint64_t charge) const;
+  void EvictOldest(size_t count);
+  void Charge(Group& g, uint64_t charge);
   void Notify(const PublishedObject& o);
 
   FullTrackName name_;
@@ -150,6 +173,7 @@ class Track {
   std::optional<Location> largest_;
   std::optional<Location> end_of_track_;
   uint64_t bytes_ = 0;
+  uint64_t charged_ = 0;  // held of options_.budget
   std::set<TrackListener*> listeners_;
 };
 

@@ -19,7 +19,9 @@ Result<std::shared_ptr<Track>> TrackStore::CreateTrack(const FullTrackName& name
     return TrackErrorStatus(TrackError::kTooMany, "too many tracks", Code::kResourceExhausted);
   }
   bool new_ns = NamespaceRefs(name.track_namespace) == 0;
-  auto t = std::make_shared<Track>(name, options);
+  TrackOptions o = options;
+  if (!o.budget) o.budget = budget_;
+  auto t = std::make_shared<Track>(name, std::move(o));
   tracks_[name] = t;
   track_ns_refs_[name.track_namespace]++;
   if (new_ns) NotifyAdded(name.track_namespace);

@@ -15,6 +15,7 @@
 
 #include "common/status.h"
 #include "moqt/moqt_messages.h"
+#include "moqt_session/moqt_byte_budget.h"
 #include "moqt_session/moqt_track.h"
 #include "moqt_session/moqt_track_source.h"
 
@@ -25,6 +26,8 @@ namespace kvcs::moqt {
 class TrackStore : public TrackSource {
  public:
   TrackStore() = default;
+  // Every track created without its own TrackOptions::budget charges `budget`.
+  explicit TrackStore(std::shared_ptr<ByteBudget> budget) : budget_(std::move(budget)) {}
   TrackStore(const TrackStore&) = delete;
   TrackStore& operator=(const TrackStore&) = delete;
 
@@ -52,6 +55,7 @@ class TrackStore : public TrackSource {
   void NotifyAdded(const TrackNamespace& ns);
   void NotifyRemoved(const TrackNamespace& ns);
 
+  std::shared_ptr<ByteBudget> budget_;  // may be null
   std::map<FullTrackName, std::shared_ptr<Track>, NameLess> tracks_;
   // Tracks per namespace, so namespace bookkeeping is O(log n) per track instead of a scan of
   // every track (a store holds up to kMaxTracksPerStore).

@@ -3,6 +3,9 @@
 
 #include <gtest/gtest.h>
 
+#include "moqt_session/moqt_byte_budget.h"
+#include "moqt_session/moqt_track_store.h"
+
 namespace kvcs::moqt {
 namespace {
 
@@ -76,6 +79,49 @@ TEST(TrackTest, RelayInsertionRulesAndEviction) {
   EXPECT_TRUE(t.AddObject(obj(5, 9)).Is(TrackError::kGroupNotAscending));
 }
 
+// Regression: an object for a group below the retained ones used to create that group, evict it
+// at once (it was the oldest) and then notify listeners with the freed object. Now it is refused
+// with a typed error and nothing changes (ASan-clean).
+TEST(TrackTest, ObjectBelowTheRetainedGroupsIsRefusedNotEvictedWhileWritten) {
+  TrackOptions o;
+  o.max_groups = 2;
+  Track t({{"ns"}, "t"}, o);
+  auto obj = [](uint64_t g, uint64_t id, size_t size = 3) {
+    PublishedObject p;
+    p.location = {g, id};
+    p.payload = std::make_shared<const Bytes>(Bytes(size, 1));
+    return p;
+  };
+  struct Seen : TrackListener {
+    std::vector<Location> locs;
+    void OnObjectAdded(Track&, const PublishedObject& o) override { locs.push_back(o.location); }
+  } seen;
+  t.AddListener(&seen);
+  ASSERT_TRUE(t.AddObject(obj(5, 0)).ok());
+  ASSERT_TRUE(t.AddObject(obj(6, 0)).ok());
+  EXPECT_TRUE(t.AddObject(obj(4, 0)).Is(TrackError::kBelowRetained));
+  EXPECT_EQ(t.oldest_group(), 5u);
+  EXPECT_EQ(t.Find({4, 0}), nullptr);
+  EXPECT_NE(t.Find({5, 0}), nullptr);
+  EXPECT_EQ(t.stored_bytes(), 6u);
+  EXPECT_EQ(seen.locs, (std::vector<Location>{{5, 0}, {6, 0}}));
+  // The same through the byte bound: filling the oldest group past max_bytes would evict it.
+  TrackOptions b;
+  b.max_bytes = 8;
+  Track u({{"ns"}, "u"}, b);
+  u.AddListener(&seen);
+  ASSERT_TRUE(u.AddObject(obj(5, 0, 4)).ok());
+  ASSERT_TRUE(u.AddObject(obj(6, 0, 4)).ok());
+  EXPECT_TRUE(u.AddObject(obj(5, 1, 4)).Is(TrackError::kBelowRetained));
+  EXPECT_EQ(u.Find({5, 1}), nullptr);
+  EXPECT_EQ(u.stored_bytes(), 8u);
+  // A new newest group still evicts the oldest.
+  ASSERT_TRUE(u.AddObject(obj(7, 0, 4)).ok());
+  EXPECT_EQ(u.oldest_group(), 6u);
+  u.RemoveListener(&seen);
+  t.RemoveListener(&seen);
+}
+
 TEST(TrackTest, ByteBudgetEvictsOldestGroups) {
   TrackOptions o;
   o.max_bytes = 10;
@@ -87,6 +133,37 @@ TEST(TrackTest, ByteBudgetEvictsOldestGroups) {
   EXPECT_LE(t.stored_bytes(), 10u);
   EXPECT_EQ(t.oldest_group(), 3u);
   EXPECT_TRUE(t.AppendObject(Bytes(11, 0)).status().Is(TrackError::kTooLarge));
+}
+
+// One ByteBudget shared by two tracks: payload plus fixed overheads are charged; a write evicts
+// its own track's oldest groups when that frees enough, is refused (kBudgetExhausted) when the
+// bytes are held elsewhere, and a track's death releases what it held.
+TEST(TrackTest, SharedByteBudgetChargesOverheadsEvictsOwnGroupsOrRefuses) {
+  constexpr uint64_t kObj = 100 + kTrackObjectOverheadBytes;
+  constexpr uint64_t kGroup = kTrackGroupOverheadBytes;
+  auto budget = std::make_shared<ByteBudget>(3 * (kGroup + kObj));
+  TrackStore store(budget);
+  auto a = *store.CreateTrack({{"ns"}, "a"});
+  auto b = *store.CreateTrack({{"ns"}, "b"});
+  ASSERT_TRUE(a->StartGroup(0).ok());
+  ASSERT_TRUE(a->AppendObject(Bytes(100, 1)).ok());
+  ASSERT_TRUE(a->StartGroup(1).ok());  // End of Group of group 0 is an object too
+  EXPECT_EQ(budget->used(), 2 * kGroup + kObj + kTrackObjectOverheadBytes);
+  ASSERT_TRUE(a->AppendObject(Bytes(100, 1)).ok());
+  // Track b cannot fit a group: a holds the bytes and b has nothing of its own to evict.
+  ASSERT_TRUE(b->StartGroup(0).ok());
+  EXPECT_TRUE(b->AppendObject(Bytes(100, 1)).status().Is(TrackError::kBudgetExhausted));
+  EXPECT_EQ(b->Find({0, 0}), nullptr);
+  // Track a's next group evicts a's own oldest group instead.
+  ASSERT_TRUE(a->StartGroup(2).ok());
+  EXPECT_EQ(a->oldest_group(), 1u);
+  EXPECT_LE(budget->used(), budget->limit());
+  // Dropping track a releases everything it held; b now fits.
+  store.RemoveTrack(a->name());
+  a.reset();
+  EXPECT_EQ(budget->used(), kGroup);  // b's empty group 0
+  ASSERT_TRUE(b->AppendObject(Bytes(100, 1)).ok());
+  EXPECT_EQ(budget->used(), kGroup + kObj);
 }
 
 TEST(TrackTest, AppendObjectCanTakeOverTheProducersBuffer) {
