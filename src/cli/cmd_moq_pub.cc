@@ -323,11 +323,6 @@ class Publisher {
   void Say(const std::string& line) {
     if (!a_.quiet) std::cout << line << std::endl;
   }
-  static std::string Fmt(double v) {
-    char b[32];
-    snprintf(b, sizeof(b), "%.3g", v);
-    return b;
-  }
 
   Args a_;
   asio::io_context io_;

@@ -365,11 +365,6 @@ class Subscriber : public moqt::MoqtSessionCallbacks {
   static std::string Loc(const Location& l) {
     return std::to_string(l.group) + ":" + std::to_string(l.object);
   }
-  static std::string Fmt(double v) {
-    char b[32];
-    snprintf(b, sizeof(b), "%.3g", v);
-    return b;
-  }
 
   Args a_;
   asio::io_context io_;

@@ -5,7 +5,7 @@
 #define KVCS_CLI_MOQ_UTIL_H_
 
 #include <CLI/CLI.hpp>
-#include <charconv>
+#include <cstdio>
 #include <cstdint>
 #include <string>
 #include <string_view>
@@ -40,6 +40,13 @@ inline bool CheckSynthetic(uint64_t g, uint64_t o, ByteSpan payload) {
     if (payload[i] != want) return false;
   }
   return true;
+}
+
+// A number for progress lines: three significant digits ("%.3g").
+inline std::string Fmt(double v) {
+  char b[32];
+  std::snprintf(b, sizeof(b), "%.3g", v);
+  return b;
 }
 
 inline Result<uint64_t> ParseU64(std::string_view s, std::string_view what) {

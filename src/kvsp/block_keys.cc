@@ -137,6 +137,20 @@ BlockKeyChain::~BlockKeyChain() = default;
 BlockKeyChain::BlockKeyChain(BlockKeyChain&&) noexcept = default;
 BlockKeyChain& BlockKeyChain::operator=(BlockKeyChain&&) noexcept = default;
 
+namespace {
+
+// HMAC's outer hash: out = SHA-256(outer pad || SHA-256(inner pad || message)), `inner` holding
+// the inner hash fed with the whole message (the slow path of both Next variants).
+void FinishHmac(SHA256_CTX* inner, const SHA256_CTX& outer_pad, uint8_t out[32]) {
+  uint8_t inner_digest[32];
+  SHA256_Final(inner_digest, inner);
+  SHA256_CTX c = outer_pad;
+  SHA256_Update(&c, inner_digest, sizeof inner_digest);
+  SHA256_Final(out, &c);
+}
+
+}  // namespace
+
 void BlockKeyChain::Reset(const Digest& k, uint64_t index) {
   last_ = k;
   index_ = index;
@@ -166,11 +180,7 @@ const Digest& BlockKeyChain::NextText(std::span<const uint32_t> tokens) {
     f.U32(0);
     f.Flush();
   }
-  uint8_t inner[32];
-  SHA256_Final(inner, &c);
-  c = pads_->outer;
-  SHA256_Update(&c, inner, sizeof inner);
-  SHA256_Final(last_.data(), &c);
+  FinishHmac(&c, pads_->outer, last_.data());
   ++index_;
   return last_;
 }
@@ -211,11 +221,7 @@ Result<Digest> BlockKeyChain::Next(std::span<const uint32_t> tokens,
     }
     f.Flush();
   }
-  uint8_t inner[32];
-  SHA256_Final(inner, &c);
-  c = pads_->outer;
-  SHA256_Update(&c, inner, sizeof inner);
-  SHA256_Final(last_.data(), &c);
+  FinishHmac(&c, pads_->outer, last_.data());
   ++index_;
   return last_;
 }
