@@ -5,8 +5,8 @@
 #define KVCS_CLI_MOQ_UTIL_H_
 
 #include <CLI/CLI.hpp>
-#include <cstdio>
 #include <cstdint>
+#include <cstdio>
 #include <string>
 #include <string_view>
 
