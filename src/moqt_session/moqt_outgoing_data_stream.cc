@@ -190,7 +190,21 @@ void OutgoingDataStream::PumpFetch(transport::Stream& s, const Track& track) {
       Finish();
       return;
     }
+    if (track.failure()) {
+      s.ResetWithCode(static_cast<uint64_t>(StreamResetCode::kInternalError));
+      Finish();
+      return;
+    }
     const PublishedObject* o = NextFetchObject(track);
+    if (track.filling()) {
+      // A relay's track still filling from its upstream: what is not stored yet may still
+      // arrive, so wait (OnObjectAdded / OnTrackProgress pump again) until everything up to the
+      // next stored object — or, descending or at the end of the stored objects, up to the end
+      // of the range — is known.
+      const bool asc = f.order == GroupOrder::kAscending;
+      const Location need = (asc && o) ? o->location : *f.range.end;
+      if (!track.KnownThrough(need)) return;
+    }
     if (!o) {
       (void)s.Write({}, true);
       Finish();

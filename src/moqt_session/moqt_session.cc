@@ -60,6 +60,7 @@ MoqtSessionImpl::MoqtSessionImpl(transport::Session* t, MoqtSessionConfig config
 }
 
 MoqtSessionImpl::~MoqtSessionImpl() {
+  alive_.reset();
   for (auto& [t, v] : served_) t->RemoveListener(this);
   for (auto& [id, r] : in_requests_) {
     if (r.ns_forwarder && source_) source_->RemoveNamespaceListener(r.ns_forwarder.get());
@@ -367,6 +368,7 @@ void MoqtSessionImpl::OnStreamReset(StreamId id, uint64_t code) {
       ProtocolViolation("control stream reset");
       return;
     case StreamEntry::Role::kRequestIn:
+      resolving_.erase(id);
       if (e->has_request) EndIncomingRequest(e->request_id, true);
       if (transport::Stream* s = TStream(id)) {
         s->ResetWithCode(static_cast<uint64_t>(StreamResetCode::kCancelled));
@@ -421,6 +423,7 @@ void MoqtSessionImpl::OnStreamStopSending(StreamId id, uint64_t code) {
       ProtocolViolation("STOP_SENDING on the control stream");
       return;
     case StreamEntry::Role::kRequestIn:
+      resolving_.erase(id);
       if (e->has_request) EndIncomingRequest(e->request_id, true);
       if (transport::Stream* s = TStream(id)) {
         s->SendStopSending(static_cast<uint64_t>(StreamResetCode::kCancelled));
@@ -458,6 +461,7 @@ void MoqtSessionImpl::OnStreamGone(StreamId id) {
   if (e.role == StreamEntry::Role::kDataIn && e.in && !e.in->ended() && !closing_) {
     DataStreamEnded(*e.in, false);
   }
+  resolving_.erase(id);
   streams_.erase(id);
 }
 
@@ -687,7 +691,7 @@ void MoqtSessionImpl::OnFirstRequestMessage(StreamId id, ControlMessage m) {
   if (!CheckPeerRequestId(rid)) return;
   e->has_request = true;
   e->request_id = rid;
-  if (in_requests_.size() >= kMaxIncomingRequests) {
+  if (in_requests_.size() + resolving_.size() >= kMaxIncomingRequests) {
     SendRequestError(id, RequestErrorCode::kExcessiveLoad, "too many requests");
     return;
   }
@@ -762,11 +766,35 @@ void MoqtSessionImpl::HandleSubscribe(StreamId id, const moqt::Subscribe& m) {
       return;
     }
   }
-  std::shared_ptr<Track> track = source_ ? source_->FindTrack(m.track) : nullptr;
-  if (!track) {
+  TrackQuery q;
+  q.type = MessageType::kSubscribe;
+  q.name = m.track;
+  q.tokens = m.params.authorization_tokens;
+  ResolveThen(id, std::move(q),
+              [this, id, m](std::shared_ptr<Track> track) { AnswerSubscribe(id, m, track); });
+}
+
+void MoqtSessionImpl::ResolveThen(StreamId id, TrackQuery query,
+                                  std::function<void(std::shared_ptr<Track>)> next) {
+  if (!source_) {
     SendRequestError(id, RequestErrorCode::kDoesNotExist, "no such track");
     return;
   }
+  resolving_.insert(id);
+  std::weak_ptr<int> alive = alive_;
+  source_->ResolveTrack(query, [this, alive, id, next = std::move(next)](TrackResolution r) {
+    if (alive.expired() || closing_) return;
+    if (resolving_.erase(id) == 0 || !Entry(id)) return;  // the requester left
+    if (!r.track) {
+      SendRequestError(id, r.error, r.reason);
+      return;
+    }
+    next(std::move(r.track));
+  });
+}
+
+void MoqtSessionImpl::AnswerSubscribe(StreamId id, const moqt::Subscribe& m,
+                                      std::shared_ptr<Track> track) {
   IncomingRequest r;
   r.kind = RequestKind::kSubscribe;
   r.id = m.request_id;
@@ -907,6 +935,52 @@ void MoqtSessionImpl::UnserveTrack(Track* t, uint64_t sub) {
   }
 }
 
+void MoqtSessionImpl::OnTrackProgress(Track& track) {
+  if (closing_) return;
+  if (track.failure()) {
+    EndRequestsOnFailedTrack(track);
+    return;
+  }
+  auto it = served_.find(&track);
+  if (it == served_.end()) return;
+  std::vector<uint64_t> reqs(it->second.second.begin(), it->second.second.end());
+  for (uint64_t rid : reqs) {
+    auto rit = in_requests_.find(rid);
+    if (rit == in_requests_.end()) continue;
+    std::vector<StreamId> ds(rit->second.data_streams.begin(), rit->second.data_streams.end());
+    for (StreamId sid : ds) {
+      if (closing_) return;
+      StreamEntry* e = Entry(sid);
+      if (e && e->out_data && e->out_data->is_fetch()) PumpData(sid);
+    }
+  }
+}
+
+void MoqtSessionImpl::EndRequestsOnFailedTrack(Track& track) {
+  auto it = served_.find(&track);
+  if (it == served_.end()) return;
+  const PublishDoneCode code = track.failure()->first;
+  std::vector<uint64_t> reqs(it->second.second.begin(), it->second.second.end());
+  for (uint64_t rid : reqs) {
+    if (closing_) return;
+    auto rit = in_requests_.find(rid);
+    if (rit == in_requests_.end()) continue;
+    IncomingRequest& r = rit->second;
+    std::vector<StreamId> ds(r.data_streams.begin(), r.data_streams.end());
+    for (StreamId sid : ds) CancelDataOut(sid);
+    r.data_streams.clear();
+    r.group_streams.clear();
+    DropPendingOpens(r);
+    if (r.kind == RequestKind::kFetch) {
+      EndIncomingRequest(rid, false);
+      continue;
+    }
+    r.done_pending = true;
+    r.done_code = code;
+    MaybePublishDone(rid);
+  }
+}
+
 void MoqtSessionImpl::OnObjectAdded(Track& track, const PublishedObject& o) {
   if (closing_) return;
   auto it = served_.find(&track);
@@ -917,6 +991,18 @@ void MoqtSessionImpl::OnObjectAdded(Track& track, const PublishedObject& o) {
     auto rit = in_requests_.find(sid);
     if (rit == in_requests_.end()) continue;
     IncomingRequest& sub = rit->second;
+    if (track.filling()) {
+      // A relay's track still filling: fetch and fill streams may be waiting for this object.
+      std::vector<StreamId> ds(sub.data_streams.begin(), sub.data_streams.end());
+      for (StreamId ds_id : ds) {
+        StreamEntry* e = Entry(ds_id);
+        if (e && e->out_data && e->out_data->is_fetch()) PumpData(ds_id);
+        if (closing_) return;
+      }
+      rit = in_requests_.find(sid);
+      if (rit == in_requests_.end()) continue;
+    }
+    if (rit->second.kind != RequestKind::kSubscribe) continue;
     if (o.status == ObjectStatus::kEndOfTrack) {
       // Open group streams without their own end are finished by the track's end.
       std::vector<StreamId> open;
@@ -1141,11 +1227,16 @@ void MoqtSessionImpl::HandleFetch(StreamId id, const moqt::Fetch& m) {
     SendRequestError(id, *err, "too many filter ranges");
     return;
   }
-  std::shared_ptr<Track> track = source_ ? source_->FindTrack(m.track) : nullptr;
-  if (!track) {
-    SendRequestError(id, RequestErrorCode::kDoesNotExist, "no such track");
-    return;
-  }
+  TrackQuery q;
+  q.type = MessageType::kFetch;
+  q.name = m.track;
+  q.tokens = m.params.authorization_tokens;
+  q.fetch_range = m.params.location_filter.value_or(LocationFilter{});
+  ResolveThen(id, std::move(q),
+              [this, id, m](std::shared_ptr<Track> track) { AnswerFetch(id, m, track); });
+}
+
+void MoqtSessionImpl::AnswerFetch(StreamId id, const moqt::Fetch& m, std::shared_ptr<Track> track) {
   std::optional<Location> largest = track->largest();
   LocationFilter f = m.params.location_filter.value_or(LocationFilter{});
   LocationRange range = FetchRange(f, largest);
@@ -1173,6 +1264,8 @@ void MoqtSessionImpl::HandleFetch(StreamId id, const moqt::Fetch& m) {
   r.track = track;
   r.subscriber_priority = m.params.subscriber_priority.value_or(128);
   in_requests_.emplace(r.id, std::move(r));
+  // Served like a subscription, so that a relay's track still filling wakes the fetch stream.
+  ServeTrack(track, m.request_id);
   (void)SendControl(id, ok, true);
   FetchStreamParams p;
   p.owner = m.request_id;
@@ -1193,11 +1286,16 @@ void MoqtSessionImpl::HandleTrackStatus(StreamId id, const moqt::TrackStatus& m)
       return;
     }
   }
-  std::shared_ptr<Track> track = source_ ? source_->FindTrack(m.track) : nullptr;
-  if (!track) {
-    SendRequestError(id, RequestErrorCode::kDoesNotExist, "no such track");
-    return;
-  }
+  TrackQuery q;
+  q.type = MessageType::kTrackStatus;
+  q.name = m.track;
+  q.tokens = m.params.authorization_tokens;
+  ResolveThen(id, std::move(q),
+              [this, id, m](std::shared_ptr<Track> track) { AnswerTrackStatus(id, m, track); });
+}
+
+void MoqtSessionImpl::AnswerTrackStatus(StreamId id, const moqt::TrackStatus& m,
+                                        std::shared_ptr<Track> track) {
   RequestOk ok;
   if (track->largest()) ok.params.largest_object = track->largest();
   if (m.params.include_properties.value_or(true))

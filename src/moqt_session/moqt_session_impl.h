@@ -61,6 +61,7 @@ class MoqtSessionImpl : public transport::SessionVisitor,
   void OnCanCreateNewOutgoingUnidirectionalStream() override;
   // TrackListener
   void OnObjectAdded(Track& track, const PublishedObject& object) override;
+  void OnTrackProgress(Track& track) override;
 
   // Transport events of one of our streams (from the visitor installed on it).
   void OnStreamReadable(StreamId id);
@@ -172,6 +173,14 @@ class MoqtSessionImpl : public transport::SessionVisitor,
   void HandleSubscribe(StreamId id, const moqt::Subscribe& m);
   void HandleFetch(StreamId id, const moqt::Fetch& m);
   void HandleTrackStatus(StreamId id, const moqt::TrackStatus& m);
+  // Asks the TrackSource for the track of the request on stream `id`; `next` runs with it once
+  // answered, unless the requester left meanwhile; a refusal becomes REQUEST_ERROR.
+  void ResolveThen(StreamId id, TrackQuery query, std::function<void(std::shared_ptr<Track>)> next);
+  void AnswerSubscribe(StreamId id, const moqt::Subscribe& m, std::shared_ptr<Track> track);
+  void AnswerFetch(StreamId id, const moqt::Fetch& m, std::shared_ptr<Track> track);
+  void AnswerTrackStatus(StreamId id, const moqt::TrackStatus& m, std::shared_ptr<Track> track);
+  // The track failed (Track::Fail): end everything served from it.
+  void EndRequestsOnFailedTrack(Track& track);
   void HandlePublishNamespace(StreamId id, const moqt::PublishNamespace& m);
   void HandleSubscribeNamespace(StreamId id, const moqt::SubscribeNamespace& m);
   void HandleSubscriptionUpdate(IncomingRequest& r, const RequestUpdate& m);
@@ -242,6 +251,11 @@ class MoqtSessionImpl : public transport::SessionVisitor,
   std::optional<uint64_t> deferred_stop_;
 
   std::map<uint64_t, IncomingRequest> in_requests_;
+  // Peer request streams whose track the TrackSource is still resolving (ResolveTrack); a stream
+  // leaves the set when answered or when the peer cancels, and a late answer is then dropped.
+  std::set<StreamId> resolving_;
+  // Expires with the session: answers arriving after it are dropped.
+  std::shared_ptr<int> alive_ = std::make_shared<int>(0);
   uint64_t next_alias_ = 0;
   // Tracks we serve: listener registrations, and the subscriptions per track.
   std::map<Track*, std::pair<std::shared_ptr<Track>, std::set<uint64_t>>> served_;

@@ -91,8 +91,15 @@ Status Track::EndTrack() {
   return AddObject(std::move(o));
 }
 
-Status Track::AddObject(PublishedObject o) {
-  if (ended()) return TrackErrorStatus(TrackError::kTrackEnded, "track ended");
+Status Track::AddObject(PublishedObject o) { return Store(std::move(o), /*any_order=*/false); }
+
+Status Track::InsertObject(PublishedObject o) { return Store(std::move(o), /*any_order=*/true); }
+
+Status Track::Store(PublishedObject o, bool any_order) {
+  if (failure_) return TrackErrorStatus(TrackError::kTrackEnded, "track failed");
+  if (ended() && !(any_order && o.location < *end_of_track_)) {
+    return TrackErrorStatus(TrackError::kTrackEnded, "track ended");
+  }
   if (!o.payload) o.payload = std::make_shared<const Bytes>();
   if (o.status != ObjectStatus::kNormal && !o.payload->empty()) {
     return TrackErrorStatus(TrackError::kObjectNotAscending, "status objects carry no payload",
@@ -113,13 +120,31 @@ Status Track::AddObject(PublishedObject o) {
   const bool new_group = existing == groups_.end();
   if (!new_group) {
     const Group& g = existing->second;
-    if (g.ended) return TrackErrorStatus(TrackError::kGroupEnded, "group ended");
-    if (!g.objects.empty() && o.location.object <= g.objects.rbegin()->first) {
-      return TrackErrorStatus(TrackError::kObjectNotAscending,
-                              "object " + std::to_string(o.location.object) + " not ascending");
+    if (any_order) {
+      if (g.objects.count(o.location.object)) {
+        return TrackErrorStatus(TrackError::kExists,
+                                "object " + std::to_string(o.location.object) + " already stored");
+      }
+      // Below the group's End of Group (its last object) is fine; at or above it is not.
+      if (g.ended && !g.objects.empty() && o.location.object > g.objects.rbegin()->first) {
+        return TrackErrorStatus(TrackError::kGroupEnded, "group ended");
+      }
+      if (o.status != ObjectStatus::kNormal && !g.objects.empty() &&
+          o.location.object < g.objects.rbegin()->first) {
+        return TrackErrorStatus(TrackError::kObjectNotAscending,
+                                "a status object below the group's objects");
+      }
+    } else {
+      if (g.ended) return TrackErrorStatus(TrackError::kGroupEnded, "group ended");
+      if (!g.objects.empty() && o.location.object <= g.objects.rbegin()->first) {
+        return TrackErrorStatus(TrackError::kObjectNotAscending,
+                                "object " + std::to_string(o.location.object) + " not ascending");
+      }
     }
   }
-  if (o.status == ObjectStatus::kEndOfTrack && largest_ && o.location <= *largest_) {
+  // (A relay's End of Track may sit at the Largest Object its upstream reported.)
+  if (o.status == ObjectStatus::kEndOfTrack && largest_ &&
+      (any_order ? o.location < *largest_ : o.location <= *largest_)) {
     return TrackErrorStatus(TrackError::kObjectNotAscending,
                             "End of Track below the largest object");
   }
@@ -137,7 +162,8 @@ Status Track::AddObject(PublishedObject o) {
   if (!highest_group_ || gid > *highest_group_) highest_group_ = gid;
   if (o.status == ObjectStatus::kEndOfTrack) {
     end_of_track_ = o.location;
-    // Every group at or below ends with the track.
+    // Every group at or below ends with the track (a relay's may still receive objects below
+    // their ends: InsertObject).
     for (auto& [id, grp] : groups_) grp.ended = true;
     open_group_.reset();
   }
@@ -155,9 +181,11 @@ Result<size_t> Track::PlanEviction(uint64_t gid, bool new_group, uint64_t payloa
   const ByteBudget* budget = options_.budget.get();
   auto own_over = [&] { return groups > options_.max_groups || bytes > options_.max_bytes; };
   auto budget_short = [&] { return budget && !budget->Fits(charge, freed); };
+  const bool evict_for_budget = !options_.keep_whole;
   size_t evict = 0;
   // Oldest first, never the last group, and never `gid`: on counts only, nothing changes yet.
-  for (auto it = groups_.begin(); groups > 1 && (own_over() || budget_short()); ++it) {
+  for (auto it = groups_.begin();
+       groups > 1 && (own_over() || (evict_for_budget && budget_short())); ++it) {
     if (it == groups_.end() || it->first >= gid) break;
     --groups;
     bytes -= it->second.bytes;
@@ -191,6 +219,41 @@ void Track::EvictOldest(size_t count) {
     if (options_.budget) options_.budget->Release(it->second.charge);
     evicted_below_ = it->first + 1;
     groups_.erase(it);
+  }
+}
+
+void Track::SetLargestKnown(const Location& largest) {
+  if (!largest_ || largest > *largest_) largest_ = largest;
+}
+
+void Track::StartFilling() {
+  filling_ = true;
+  complete_through_.reset();
+}
+
+void Track::SetCompleteThrough(const Location& through) {
+  if (!filling_ || (complete_through_ && through <= *complete_through_)) return;
+  complete_through_ = through;
+  NotifyProgress();
+}
+
+void Track::MarkComplete() {
+  if (!filling_) return;
+  filling_ = false;
+  NotifyProgress();
+}
+
+void Track::Fail(PublishDoneCode code, std::string reason) {
+  if (failure_) return;
+  failure_.emplace(code, std::move(reason));
+  filling_ = false;
+  NotifyProgress();
+}
+
+void Track::NotifyProgress() {
+  std::vector<TrackListener*> ls(listeners_.begin(), listeners_.end());
+  for (TrackListener* l : ls) {
+    if (listeners_.count(l)) l->OnTrackProgress(*this);
   }
 }
 

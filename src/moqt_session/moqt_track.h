@@ -26,10 +26,12 @@
 #include <optional>
 #include <set>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "common/bytes.h"
 #include "common/status.h"
+#include "moqt/moqt_error.h"
 #include "moqt/moqt_messages.h"
 #include "moqt_session/moqt_byte_budget.h"
 #include "moqt_session/moqt_session_limits.h"
@@ -69,6 +71,10 @@ struct TrackOptions {
   Properties track_properties;
   // The process-wide byte budget this track charges (moqt_byte_budget.h); null: none.
   std::shared_ptr<ByteBudget> budget;
+  // Relays caching whole publications: never evict this track's own groups to make room; a
+  // write the budget cannot take is refused (kBudgetExhausted) and the owner decides what to
+  // drop. max_groups / max_bytes still apply.
+  bool keep_whole = false;
 };
 
 // One stored object. The payload is shared (immutable, never copied per subscriber).
@@ -112,6 +118,33 @@ class Track {
   // full, or the oldest group filled past max_bytes) is refused with kBelowRetained and nothing
   // changes: a write never evicts the group it writes to.
   Status AddObject(PublishedObject object);
+
+  // ---- relays: a Track filled from an upstream subscription, whose fill (objects up to the
+  // upstream's Largest, ascending) and live objects (above it) interleave. InsertObject takes
+  // objects in any order within a group: any object not yet stored and below its group's End of
+  // Group (and below End of Track), in a group the track still accepts. kExists for a duplicate.
+  Status InsertObject(PublishedObject object);
+  // The upstream's Largest Object (SUBSCRIBE_OK), before the objects up to it have arrived:
+  // largest() reports at least this, so downstream subscriptions split live and fill where the
+  // upstream did.
+  void SetLargestKnown(const Location& largest);
+  // While filling, only objects at or below complete_through() are known: every one that exists
+  // is stored. Fetch and fill streams wait for later ones instead of ending (a gap on a fetch
+  // stream means "does not exist"). StartFilling(nullopt): nothing known yet. A Track that never
+  // filled (an original publisher's) is complete.
+  void StartFilling();
+  void SetCompleteThrough(const Location& through);
+  void MarkComplete();  // everything that will ever exist is stored
+  bool filling() const { return filling_; }
+  std::optional<Location> complete_through() const { return complete_through_; }
+  // True when every object at or below `upto` that exists is stored.
+  bool KnownThrough(const Location& upto) const {
+    return !filling_ || (complete_through_ && upto <= *complete_through_);
+  }
+  // The upstream failed (its error, or the relay could not keep the whole track): subscriptions
+  // served from this track end with PUBLISH_DONE `code`, fetches are reset. Final.
+  void Fail(PublishDoneCode code, std::string reason);
+  const std::optional<std::pair<PublishDoneCode, std::string>>& failure() const { return failure_; }
 
   // ---- queries (sessions)
   // Largest Location published (status objects included); nullopt before the first object.
@@ -163,6 +196,9 @@ class Track {
   void EvictOldest(size_t count);
   void Charge(Group& g, uint64_t charge);
   void Notify(const PublishedObject& o);
+  void NotifyProgress();
+  // The checks AddObject and InsertObject share, then the store.
+  Status Store(PublishedObject o, bool any_order);
 
   FullTrackName name_;
   TrackOptions options_;
@@ -174,6 +210,9 @@ class Track {
   std::optional<Location> end_of_track_;
   uint64_t bytes_ = 0;
   uint64_t charged_ = 0;  // held of options_.budget
+  bool filling_ = false;
+  std::optional<Location> complete_through_;
+  std::optional<std::pair<PublishDoneCode, std::string>> failure_;
   std::set<TrackListener*> listeners_;
 };
 
