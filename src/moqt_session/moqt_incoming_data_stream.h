@@ -46,6 +46,7 @@ class IncomingDataStream : public DataStreamVisitor {
   bool attributed() const { return attributed_; }
   bool ended() const { return ended_; }      // FIN, reset or refused
   bool refused() const { return refused_; }  // we sent STOP_SENDING: ignore the rest
+  bool is_fill() const { return fill_; }
   // The current object as delivered to a visitor; `payload` is its whole payload.
   ReceivedObject CurrentObject(ByteSpan payload) const;
 

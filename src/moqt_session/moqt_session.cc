@@ -1312,6 +1312,12 @@ void MoqtSessionImpl::HandlePublishNamespace(StreamId id, const moqt::PublishNam
     return;
   }
   if (cb_) {
+    if (auto err = cb_->AuthorizeRequest(MessageType::kPublishNamespace,
+                                         FullTrackName{m.track_namespace, ""},
+                                         m.params.authorization_tokens)) {
+      SendRequestError(id, *err, "refused");
+      return;
+    }
     if (auto err = cb_->OnPublishNamespace(m.track_namespace)) {
       SendRequestError(id, *err, "refused");
       return;
@@ -1828,6 +1834,12 @@ void MoqtSessionImpl::DataStreamEnded(IncomingDataStream& d, bool clean) {
   }
   if (r.streams_open) r.streams_open--;
   if (!clean) r.stream_trouble = true;
+  if (d.is_fill() && r.sub_visitor) {
+    std::shared_ptr<SubscribeVisitor> v = r.sub_visitor;
+    const uint64_t rid = r.id;
+    v->OnFillComplete(clean);
+    if (closing_ || !out_requests_.count(rid)) return;
+  }
   MaybeCompleteSubscription(r.id);
 }
 

@@ -117,6 +117,9 @@ class SubscribeVisitor {
   virtual void OnSubscribeOk(const SubscribeOkInfo& info) {}
   // Called in arrival order; objects outside the subscription's filters are not delivered.
   virtual void OnObject(const ReceivedObject& object) = 0;
+  // The fill stream (FILL_PARAMETERS) ended: with FIN (`clean`; every object of the fill range
+  // was delivered) or reset. Not called when the fill range was empty (no stream).
+  virtual void OnFillComplete(bool clean) {}
   // The answer to UpdateSubscription(`update_id`): nullopt = REQUEST_OK.
   virtual void OnUpdateResult(uint64_t update_id, const std::optional<RequestError>& error) {}
   // Last callback: PUBLISH_DONE arrived and every counted data stream (fill included) ended, or
@@ -178,8 +181,9 @@ class MoqtSessionCallbacks {
     return {};
   }
   virtual void OnPublishNamespaceDone(const TrackNamespace& ns) {}
-  // Authorization hook for incoming SUBSCRIBE/FETCH/TRACK_STATUS/SUBSCRIBE_NAMESPACE. For
-  // namespace-scoped requests `track.name` is empty.
+  // Authorization hook for incoming SUBSCRIBE/FETCH/TRACK_STATUS/SUBSCRIBE_NAMESPACE and
+  // PUBLISH_NAMESPACE (before OnPublishNamespace). For namespace-scoped requests `track.name` is
+  // empty.
   virtual std::optional<RequestErrorCode> AuthorizeRequest(MessageType type,
                                                            const FullTrackName& track,
                                                            const std::vector<AuthToken>& tokens) {

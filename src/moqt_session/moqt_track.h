@@ -128,6 +128,10 @@ class Track {
   // largest() reports at least this, so downstream subscriptions split live and fill where the
   // upstream did.
   void SetLargestKnown(const Location& largest);
+  // The upstream's track properties (SUBSCRIBE_OK), passed on downstream.
+  void SetTrackProperties(Properties properties) {
+    options_.track_properties = std::move(properties);
+  }
   // While filling, only objects at or below complete_through() are known: every one that exists
   // is stored. Fetch and fill streams wait for later ones instead of ending (a gap on a fetch
   // stream means "does not exist"). StartFilling(nullopt): nothing known yet. A Track that never

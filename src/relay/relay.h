@@ -1,0 +1,166 @@
+// Relay: the caching MOQT relay's logic, on MoqtSession objects and nothing else (no sockets;
+// relay_server.h puts it on QUIC). docs/protocols/relay.md describes the model.
+//
+//   - It is the TrackSource of every session it serves (downstream sessions, and the session to
+//     its upstream relay, which may subscribe to what is announced here).
+//   - Publishers PUBLISH_NAMESPACE to it; SUBSCRIBE_NAMESPACE subscribers see every matching
+//     namespace: announced here, learnt from the upstream relay, or held complete in the cache.
+//   - A SUBSCRIBE / FETCH / TRACK_STATUS for a track not cached opens ONE upstream subscription
+//     for the whole track (Next Object + fill from {0,0}) on the session that announced its
+//     namespace, else on the upstream relay; concurrent requests join it; the answer waits for
+//     the upstream's (its Largest Object, or its error passed on). Every object received goes
+//     into the cache once and is served to every subscriber from that buffer.
+//   - The cache (relay_cache.h) holds whole publications under one byte budget, evicted least
+//     recently used, never while in use; a publication that cannot be held whole is refused.
+//   - Authorization: the setup's token (auth/token.h, ES256 JWT) grants publish and/or subscribe
+//     on namespace prefixes; every request is checked against the grant of the session asking.
+//   - Loops: requests forwarded to another relay carry the relays they passed (a token of type
+//     kRelayPathTokenType); a relay that finds itself there refuses.
+// Pure logic, the clock passed in (RelayOptions::clock_ms; OnTimer for deadlines).
+// THREADING: single-threaded, on the sessions' executor.
+#ifndef KVCS_RELAY_RELAY_H_
+#define KVCS_RELAY_RELAY_H_
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <optional>
+#include <set>
+#include <string>
+#include <tuple>
+#include <vector>
+
+#include "auth/token.h"
+#include "moqt_session/moqt_session.h"
+#include "moqt_session/moqt_track_source.h"
+#include "relay/relay_cache.h"
+#include "relay/relay_metrics.h"
+
+namespace kvcs::relay {
+
+// AUTHORIZATION TOKEN type of the relay path (private use): value = relay ids joined by ','.
+inline constexpr uint64_t kRelayPathTokenType = 0x6b767270;  // "kvrp"
+// A relay path longer than this is a loop or a misconfiguration (trees are a few levels deep).
+inline constexpr size_t kMaxRelayPathHops = 16;
+// Namespaces announced here, across sessions (each session also has its own bound).
+inline constexpr size_t kDefaultMaxAnnouncements = 4096;
+// How long a request waits for its upstream's answer before it is refused with TIMEOUT.
+inline constexpr uint64_t kDefaultUpstreamTimeoutMs = 10'000;
+
+struct RelayOptions {
+  std::string relay_id;  // unique per relay, no ','; empty: a random one
+  uint64_t cache_bytes = uint64_t{1} << 30;
+  size_t max_publications = kDefaultMaxPublications;
+  size_t max_announcements = kDefaultMaxAnnouncements;
+  uint64_t upstream_timeout_ms = kDefaultUpstreamTimeoutMs;
+  // Null: open access (only when the configuration says so). Otherwise every session needs a
+  // valid token in its SETUP.
+  std::shared_ptr<const auth::Verifier> verifier;
+  // Sent with every request to the upstream relay (this relay's own grant there).
+  std::vector<moqt::AuthToken> upstream_tokens;
+  // The prefix this relay subscribes to at its upstream, to learn the namespaces of the tree.
+  moqt::TrackNamespace upstream_namespace_prefix = {"kvcs-1"};
+  // Wall-clock seconds for token expiry; monotonic milliseconds for LRU and deadlines.
+  std::function<int64_t()> clock_s;
+  std::function<uint64_t()> clock_ms;
+};
+
+class RelayPeer;
+class TrackFeed;
+
+struct FullTrackNameLess {
+  bool operator()(const moqt::FullTrackName& a, const moqt::FullTrackName& b) const {
+    return std::tie(a.track_namespace, a.name) < std::tie(b.track_namespace, b.name);
+  }
+};
+
+class Relay : public moqt::TrackSource {
+ public:
+  explicit Relay(RelayOptions options);
+  ~Relay() override;
+  Relay(const Relay&) = delete;
+  Relay& operator=(const Relay&) = delete;
+
+  const std::string& id() const { return options_.relay_id; }
+
+  // A session accepted from a publisher, subscriber or downstream relay: returns its callbacks
+  // (the server owns them; they must be destroyed with the session, before the Relay).
+  std::unique_ptr<moqt::MoqtSessionCallbacks> AcceptSession(moqt::MoqtSession* session);
+  // The session to the upstream relay once SETUP is done; nullptr when it ended. Announcements
+  // made here are forwarded to it, and requests nobody here can answer go to it.
+  void SetUpstream(moqt::MoqtSession* upstream);
+  // Lets deadlines fire (upstream answers that do not come).
+  void OnTimer();
+
+  // ---- TrackSource
+  std::shared_ptr<moqt::Track> FindTrack(const moqt::FullTrackName& name) override;
+  void ResolveTrack(const moqt::TrackQuery& query, moqt::TrackResolved done) override;
+  std::vector<moqt::TrackNamespace> ListNamespaces() override;
+  void AddNamespaceListener(moqt::NamespaceListener* l) override { ns_listeners_.insert(l); }
+  void RemoveNamespaceListener(moqt::NamespaceListener* l) override { ns_listeners_.erase(l); }
+
+  RelayMetrics& metrics() { return metrics_; }
+  const RelayCache& cache() const { return cache_; }
+  size_t feeds_in_flight() const { return feeds_.size(); }
+
+ private:
+  friend class RelayPeer;
+  friend class TrackFeed;
+  struct Route {
+    moqt::MoqtSession* session = nullptr;
+    bool upstream = false;
+  };
+  struct Announcement {
+    RelayPeer* peer = nullptr;
+    std::optional<uint64_t> upstream_request;  // our PUBLISH_NAMESPACE to the upstream
+  };
+
+  uint64_t NowMs() const { return options_.clock_ms ? options_.clock_ms() : 0; }
+  int64_t NowS() const { return options_.clock_s ? options_.clock_s() : 0; }
+  std::optional<Route> RouteFor(const moqt::TrackNamespace& ns) const;
+  // The relay path of a request: the ids in its path token (empty when none).
+  static std::vector<std::string> PathOf(const std::vector<moqt::AuthToken>& tokens);
+  bool OnPath(const std::vector<moqt::AuthToken>& tokens) const;
+  // Tokens for a request forwarded on: `incoming`'s path plus this relay, and our own grant
+  // when it goes to the upstream relay.
+  std::vector<moqt::AuthToken> ForwardTokens(const std::vector<moqt::AuthToken>& incoming,
+                                             bool upstream) const;
+
+  // Namespace visibility, refcounted by reason (announcement, upstream, complete in cache).
+  void NamespaceRef(const moqt::TrackNamespace& ns);
+  void NamespaceUnref(const moqt::TrackNamespace& ns);
+  void Evicted(const std::vector<moqt::TrackNamespace>& namespaces);
+  void UpdateCacheGauges();
+
+  // From RelayPeer.
+  std::optional<moqt::RequestErrorCode> Announce(RelayPeer* peer, const moqt::TrackNamespace& ns,
+                                                 const std::vector<moqt::AuthToken>& tokens);
+  void Withdraw(RelayPeer* peer, const moqt::TrackNamespace& ns);
+  void PeerGone(RelayPeer* peer);
+  void ForwardAnnouncement(const moqt::TrackNamespace& ns, Announcement& a);
+
+  // From TrackFeed.
+  void FeedEnded(TrackFeed* feed);
+  // Room for `bytes` more in the cache (evicting idle publications); false: refused.
+  bool MakeRoom(uint64_t bytes);
+  void PublicationComplete(const moqt::TrackNamespace& ns);
+
+  RelayOptions options_;
+  RelayCache cache_;
+  RelayMetrics metrics_;
+  std::set<RelayPeer*> peers_;
+  std::map<moqt::TrackNamespace, Announcement> announcements_;
+  moqt::MoqtSession* upstream_ = nullptr;
+  std::optional<uint64_t> upstream_ns_request_;
+  std::set<moqt::TrackNamespace> upstream_namespaces_;
+  std::set<moqt::TrackNamespace> listed_cached_;  // publications complete in the cache
+  std::map<moqt::TrackNamespace, int> ns_refs_;
+  std::set<moqt::NamespaceListener*> ns_listeners_;
+  std::map<moqt::FullTrackName, std::shared_ptr<TrackFeed>, FullTrackNameLess> feeds_;
+  std::shared_ptr<int> alive_ = std::make_shared<int>(0);
+};
+
+}  // namespace kvcs::relay
+
+#endif  // KVCS_RELAY_RELAY_H_

@@ -1,0 +1,499 @@
+// The relay's logic over the deterministic in-memory transport: fan-out with one upstream
+// subscription, joins before/during/after production, the cache after the publisher left,
+// FETCH through a miss, a chain of relays with discovery, loops, eviction, authorization, and a
+// publisher that goes away mid-stream. No sleeps: Net::Run delivers every event.
+#include "relay/relay.h"
+
+#include <gtest/gtest.h>
+
+#include <set>
+
+#include <openssl/evp.h>
+#include "auth/token.h"
+
+#include "common/pem_key.h"
+#include "moqt_session/moqt_track_store.h"
+#include "transport/test_tools/in_memory_session.h"
+
+namespace kvcs::relay {
+namespace {
+
+using moqt::Location;
+using moqt::LocationFilter;
+using moqt::MoqtSession;
+using T = moqt::LocationFilterType;
+using transport::test::InMemorySessionPair;
+
+const moqt::TrackNamespace kNs = {"kvcs-1", "scope", "pub1"};
+moqt::FullTrackName Name(const std::string& t, const moqt::TrackNamespace& ns = kNs) {
+  return {ns, t};
+}
+std::string Payload(uint64_t g, uint64_t o) {
+  return "g" + std::to_string(g) + "o" + std::to_string(o);
+}
+
+struct Sub : moqt::SubscribeVisitor {
+  void OnSubscribeOk(const moqt::SubscribeOkInfo& i) override { ok = i; }
+  void OnObject(const moqt::ReceivedObject& o) override {
+    if (o.status != moqt::ObjectStatus::kNormal) return;
+    std::string p(o.payload.begin(), o.payload.end());
+    EXPECT_EQ(p, Payload(o.location.group, o.location.object));
+    EXPECT_TRUE(got.insert(o.location).second)
+        << "twice: " << o.location.group << ":" << o.location.object;
+  }
+  void OnComplete(const moqt::SubscriptionDone& d) override { done = d; }
+  std::optional<moqt::SubscribeOkInfo> ok;
+  std::set<Location> got;
+  std::optional<moqt::SubscriptionDone> done;
+};
+
+struct Fet : moqt::FetchVisitor {
+  void OnObject(const moqt::ReceivedObject& o) override {
+    got.push_back(o.location);
+    EXPECT_EQ(std::string(o.payload.begin(), o.payload.end()),
+              Payload(o.location.group, o.location.object));
+  }
+  void OnComplete(const moqt::FetchDone& d) override { done = d; }
+  std::vector<Location> got;
+  std::optional<moqt::FetchDone> done;
+};
+
+struct Ns : moqt::NamespaceVisitor {
+  void OnNamespace(const moqt::TrackNamespace& s) override { live.insert(s); }
+  void OnNamespaceDone(const moqt::TrackNamespace& s) override { live.erase(s); }
+  std::set<moqt::TrackNamespace> live;
+};
+
+struct ClientCb : moqt::MoqtSessionCallbacks {
+  void OnSessionClosed(uint64_t code, const std::string&, bool) override { closed = code; }
+  std::optional<uint64_t> closed;
+};
+
+// Every in-memory connection of a test; Run() until none of them moves.
+struct Net {
+  void Run() {
+    for (;;) {
+      size_t n = 0;
+      for (auto& p : pairs) n += p->RunUntilIdle();
+      if (n == 0) return;
+    }
+  }
+  std::vector<std::unique_ptr<InMemorySessionPair>> pairs;
+};
+
+// A relay and the server sessions of its connections.
+struct Node {
+  explicit Node(RelayOptions o) : relay(std::move(o)) {}
+  // Destroys the server end of connection `i` (the relay's RelayPeer goes with it).
+  Relay relay;
+  struct Conn {
+    std::unique_ptr<MoqtSession> session;
+    std::unique_ptr<moqt::MoqtSessionCallbacks> cb;
+  };
+  std::vector<Conn> conns;
+  ~Node() {
+    for (auto& c : conns) c.session.reset();  // sessions first, then their callbacks
+  }
+};
+
+// A client connection into `node`: returns the client session. `source` may be null.
+struct Client {
+  std::unique_ptr<ClientCb> cb = std::make_unique<ClientCb>();
+  std::unique_ptr<MoqtSession> session;
+  InMemorySessionPair* pair = nullptr;
+};
+
+Client Connect(Net& net, Node& node, moqt::TrackSource* source,
+               std::vector<moqt::AuthToken> tokens = {}, moqt::MoqtSessionCallbacks* cb = nullptr) {
+  net.pairs.push_back(std::make_unique<InMemorySessionPair>());
+  InMemorySessionPair& p = *net.pairs.back();
+  Client c;
+  c.pair = &p;
+  moqt::MoqtSessionConfig cc;
+  cc.perspective = moqt::Perspective::kClient;
+  cc.setup_auth_tokens = std::move(tokens);
+  moqt::MoqtSessionConfig sc;
+  sc.perspective = moqt::Perspective::kServer;
+  Node::Conn conn;
+  // The server session needs its callbacks at construction; the callbacks want the session:
+  // create the session with a forwarding shim.
+  struct Shim : moqt::MoqtSessionCallbacks {
+    moqt::MoqtSessionCallbacks* to = nullptr;
+    std::unique_ptr<moqt::MoqtSessionCallbacks> owned;
+    std::optional<moqt::SessionError> OnPeerSetup(const moqt::SetupOptions& p) override {
+      return to->OnPeerSetup(p);
+    }
+    void OnSessionClosed(uint64_t c, const std::string& r, bool b) override {
+      to->OnSessionClosed(c, r, b);
+    }
+    std::optional<moqt::RequestErrorCode> OnPublishNamespace(
+        const moqt::TrackNamespace& ns) override {
+      return to->OnPublishNamespace(ns);
+    }
+    void OnPublishNamespaceDone(const moqt::TrackNamespace& ns) override {
+      to->OnPublishNamespaceDone(ns);
+    }
+    std::optional<moqt::RequestErrorCode> AuthorizeRequest(
+        moqt::MessageType t, const moqt::FullTrackName& n,
+        const std::vector<moqt::AuthToken>& k) override {
+      return to->AuthorizeRequest(t, n, k);
+    }
+  };
+  auto shim = std::make_unique<Shim>();
+  conn.session = std::make_unique<MoqtSession>(&p.server(), sc, shim.get(), &node.relay);
+  shim->owned = node.relay.AcceptSession(conn.session.get());
+  shim->to = shim->owned.get();
+  conn.cb = std::move(shim);
+  node.conns.push_back(std::move(conn));
+  c.session = std::make_unique<MoqtSession>(&p.client(), cc, cb ? cb : c.cb.get(), source);
+  p.Connect();
+  net.Run();
+  return c;
+}
+
+// A publisher: a TrackStore announced to a relay.
+struct Publisher {
+  moqt::TrackStore store;
+  Client client;
+  std::shared_ptr<moqt::Track> track;
+  void Start(Net& net, Node& node, const moqt::TrackNamespace& ns = kNs,
+             std::vector<moqt::AuthToken> tokens = {}) {
+    client = Connect(net, node, &store, std::move(tokens));
+    auto t = store.CreateTrack(Name("k.raw.s0", ns));
+    ASSERT_TRUE(t.ok());
+    track = *t;
+    ASSERT_TRUE(client.session->PublishNamespace(ns, [this](const auto& e) { refused = e; }).ok());
+    net.Run();
+  }
+  void Produce(Net& net, uint64_t g0, uint64_t g1, uint64_t objects) {
+    for (uint64_t g = g0; g < g1; ++g) {
+      ASSERT_TRUE(track->StartGroup(g).ok());
+      for (uint64_t o = 0; o < objects; ++o) {
+        std::string p = Payload(g, o);
+        ASSERT_TRUE(
+            track->AppendObject(ByteSpan(reinterpret_cast<const uint8_t*>(p.data()), p.size()))
+                .ok());
+        net.Run();
+      }
+      ASSERT_TRUE(track->EndGroup().ok());
+    }
+    net.Run();
+  }
+  std::optional<moqt::RequestError> refused;
+};
+
+moqt::SubscribeOptions JoinFromStart() {
+  moqt::SubscribeOptions so;
+  so.fill = LocationFilter{T::kAbsoluteStart, 0, 0};
+  return so;
+}
+
+std::set<Location> All(uint64_t groups, uint64_t objects) {
+  std::set<Location> s;
+  for (uint64_t g = 0; g < groups; ++g) {
+    for (uint64_t o = 0; o < objects; ++o) s.insert({g, o});
+  }
+  return s;
+}
+
+RelayOptions Opts(std::string id, uint64_t cache = 64 << 20) {
+  RelayOptions o;
+  o.relay_id = std::move(id);
+  o.cache_bytes = cache;
+  return o;
+}
+
+TEST(RelayTest, FanOutWithOneUpstreamSubscriptionJoiningBeforeDuringAndAfter) {
+  Net net;
+  Node node(Opts("r1"));
+  Publisher pub;
+  pub.Start(net, node);
+  ASSERT_FALSE(pub.refused.has_value());
+  std::vector<Client> subs_c;
+  std::vector<std::shared_ptr<Sub>> subs;
+  auto join = [&] {
+    subs_c.push_back(Connect(net, node, nullptr));
+    subs.push_back(std::make_shared<Sub>());
+    ASSERT_TRUE(
+        subs_c.back().session->Subscribe(Name("k.raw.s0"), JoinFromStart(), subs.back()).ok());
+    net.Run();
+  };
+  join();  // before production
+  join();
+  pub.Produce(net, 0, 2, 4);
+  join();  // during
+  pub.Produce(net, 2, 4, 4);
+  ASSERT_TRUE(pub.track->EndTrack().ok());
+  net.Run();
+  join();  // after the end
+  for (auto& s : subs) {
+    EXPECT_EQ(s->got, All(4, 4));
+    ASSERT_TRUE(s->done.has_value());
+    EXPECT_TRUE(s->done->track_ended);
+  }
+  EXPECT_EQ(node.relay.metrics().upstream_requests.load(), 1u);
+  EXPECT_EQ(pub.client.session->stats().incoming_requests, 1u);  // one upstream subscription
+}
+
+TEST(RelayTest, ALateSubscriberIsServedFromTheCacheAfterThePublisherLeft) {
+  Net net;
+  Node node(Opts("r1"));
+  auto pub = std::make_unique<Publisher>();
+  pub->Start(net, node);
+  Client s1 = Connect(net, node, nullptr);
+  auto sub1 = std::make_shared<Sub>();
+  ASSERT_TRUE(s1.session->Subscribe(Name("k.raw.s0"), JoinFromStart(), sub1).ok());
+  net.Run();
+  pub->Produce(net, 0, 3, 3);
+  ASSERT_TRUE(pub->track->EndTrack().ok());
+  net.Run();
+  ASSERT_TRUE(sub1->done && sub1->done->track_ended);
+  pub->client.session->Close(moqt::SessionError::kNoError, "bye");
+  net.Run();
+  // Discovery still finds it (complete in the cache), and it is served whole.
+  Client s2 = Connect(net, node, nullptr);
+  auto ns = std::make_shared<Ns>();
+  ASSERT_TRUE(s2.session->SubscribeNamespace({"kvcs-1", "scope"}, ns).ok());
+  auto sub2 = std::make_shared<Sub>();
+  ASSERT_TRUE(s2.session->Subscribe(Name("k.raw.s0"), JoinFromStart(), sub2).ok());
+  auto fet = std::make_shared<Fet>();
+  moqt::FetchOptions fo;
+  fo.range = LocationFilter{T::kAbsoluteStartGroupEnd, 1, 0, 1};  // groups 1..2
+  ASSERT_TRUE(s2.session->Fetch(Name("k.raw.s0"), fo, fet).ok());
+  net.Run();
+  EXPECT_EQ(ns->live.count({"pub1"}), 1u);
+  EXPECT_EQ(sub2->got, All(3, 3));
+  ASSERT_TRUE(sub2->done && sub2->done->track_ended);
+  ASSERT_TRUE(fet->done && fet->done->ok);
+  EXPECT_EQ(fet->got, (std::vector<Location>{{1, 0}, {1, 1}, {1, 2}, {2, 0}, {2, 1}, {2, 2}}));
+}
+
+TEST(RelayTest, FetchOfATrackNotCachedGoesUpstreamOnceAndWaitsForItsRange) {
+  Net net;
+  Node node(Opts("r1"));
+  Publisher pub;
+  pub.Start(net, node);
+  pub.Produce(net, 0, 3, 2);
+  Client s = Connect(net, node, nullptr);
+  std::vector<std::shared_ptr<Fet>> fets;
+  for (int i = 0; i < 3; ++i) {
+    fets.push_back(std::make_shared<Fet>());
+    moqt::FetchOptions fo;
+    fo.range = LocationFilter{T::kAbsoluteRange, 0, 1, 1, 1};  // {0,1}..{1,1}
+    ASSERT_TRUE(s.session->Fetch(Name("k.raw.s0"), fo, fets.back()).ok());
+  }
+  net.Run();
+  for (auto& f : fets) {
+    ASSERT_TRUE(f->done && f->done->ok);
+    EXPECT_EQ(f->got, (std::vector<Location>{{0, 1}, {1, 0}, {1, 1}}));
+  }
+  EXPECT_EQ(node.relay.metrics().upstream_requests.load(), 1u);  // merged
+  EXPECT_EQ(pub.client.session->stats().incoming_requests, 1u);
+}
+
+TEST(RelayTest, TheUpstreamsErrorIsPassedOn) {
+  Net net;
+  Node node(Opts("r1"));
+  Publisher pub;
+  pub.Start(net, node);
+  Client s = Connect(net, node, nullptr);
+  auto sub = std::make_shared<Sub>();
+  ASSERT_TRUE(s.session->Subscribe(Name("no-such-track"), {}, sub).ok());
+  auto other = std::make_shared<Sub>();
+  ASSERT_TRUE(s.session->Subscribe(Name("x", {"kvcs-1", "nobody"}), {}, other).ok());
+  net.Run();
+  ASSERT_TRUE(sub->done && sub->done->error);
+  EXPECT_EQ(sub->done->error->error_code,
+            static_cast<uint64_t>(moqt::RequestErrorCode::kDoesNotExist));
+  ASSERT_TRUE(other->done && other->done->error);         // no route
+  EXPECT_EQ(node.relay.cache().publication_count(), 0u);  // nothing half-made stays
+}
+
+TEST(RelayTest, APublisherGoingAwayMidStreamEndsSubscriptionsPromptly) {
+  Net net;
+  Node node(Opts("r1"));
+  Publisher pub;
+  pub.Start(net, node);
+  Client s = Connect(net, node, nullptr);
+  auto sub = std::make_shared<Sub>();
+  ASSERT_TRUE(s.session->Subscribe(Name("k.raw.s0"), JoinFromStart(), sub).ok());
+  net.Run();
+  pub.Produce(net, 0, 2, 2);
+  pub.client.session->Close(moqt::SessionError::kNoError, "crash");
+  net.Run();
+  ASSERT_TRUE(sub->done.has_value());
+  EXPECT_FALSE(sub->done->track_ended);
+  EXPECT_EQ(node.relay.cache().publication_count(), 0u);  // a partial track is not kept
+  EXPECT_EQ(node.relay.feeds_in_flight(), 0u);
+}
+
+// leaf A (publisher) -> root <- leaf B (subscriber): discovery and subscription through the root.
+TEST(RelayTest, AChainOfThreeRelays) {
+  Net net;
+  Node root(Opts("root")), a(Opts("a")), b(Opts("b"));
+  Client a_up = Connect(net, root, &a.relay);
+  Client b_up = Connect(net, root, &b.relay);
+  a.relay.SetUpstream(a_up.session.get());
+  b.relay.SetUpstream(b_up.session.get());
+  net.Run();
+  Publisher pub;
+  pub.Start(net, a);
+  Client s = Connect(net, b, nullptr);
+  auto ns = std::make_shared<Ns>();
+  ASSERT_TRUE(s.session->SubscribeNamespace({"kvcs-1", "scope"}, ns).ok());
+  net.Run();
+  EXPECT_EQ(ns->live.count({"pub1"}), 1u);  // announced at A, seen at B through the root
+  auto sub = std::make_shared<Sub>();
+  ASSERT_TRUE(s.session->Subscribe(Name("k.raw.s0"), JoinFromStart(), sub).ok());
+  net.Run();
+  pub.Produce(net, 0, 3, 3);
+  ASSERT_TRUE(pub.track->EndTrack().ok());
+  net.Run();
+  EXPECT_EQ(sub->got, All(3, 3));
+  ASSERT_TRUE(sub->done && sub->done->track_ended);
+  EXPECT_EQ(root.relay.metrics().upstream_requests.load(), 1u);
+  pub.client.session->PublishNamespaceDone(0);
+  net.Run();
+}
+
+TEST(RelayTest, ALoopIsRefusedNotWaitedOn) {
+  Net net;
+  Node a(Opts("a")), b(Opts("b"));
+  Client a_up = Connect(net, b, &a.relay);  // a's upstream is b
+  Client b_up = Connect(net, a, &b.relay);  // b's upstream is a: a loop
+  a.relay.SetUpstream(a_up.session.get());
+  b.relay.SetUpstream(b_up.session.get());
+  net.Run();
+  Client s = Connect(net, a, nullptr);
+  auto sub = std::make_shared<Sub>();
+  ASSERT_TRUE(s.session->Subscribe(Name("k.raw.s0"), {}, sub).ok());
+  net.Run();
+  ASSERT_TRUE(sub->done && sub->done->error);
+  EXPECT_GE(a.relay.metrics().refusals[static_cast<int>(Refusal::kLoop)].load() +
+                b.relay.metrics().refusals[static_cast<int>(Refusal::kLoop)].load(),
+            1u);
+  EXPECT_EQ(a.relay.feeds_in_flight() + b.relay.feeds_in_flight(), 0u);
+}
+
+TEST(RelayTest, EvictionUnderASmallBudgetIsWholeLruAndNeverInUse) {
+  Net net;
+  // Room for about two publications of 3x3 small objects.
+  const uint64_t per_pub = 9 * (4 + moqt::kTrackObjectOverheadBytes) +
+                           4 * (moqt::kTrackObjectOverheadBytes + moqt::kTrackGroupOverheadBytes);
+  Node node(Opts("r1", 2 * per_pub + per_pub / 2));
+  std::vector<std::unique_ptr<Publisher>> pubs;
+  Client s = Connect(net, node, nullptr);
+  auto publish = [&](const std::string& id, bool end) {
+    pubs.push_back(std::make_unique<Publisher>());
+    moqt::TrackNamespace ns = {"kvcs-1", "scope", id};
+    pubs.back()->Start(net, node, ns);
+    auto sub = std::make_shared<Sub>();
+    EXPECT_TRUE(s.session->Subscribe(Name("k.raw.s0", ns), JoinFromStart(), sub).ok());
+    net.Run();
+    pubs.back()->Produce(net, 0, 3, 3);
+    if (end) EXPECT_TRUE(pubs.back()->track->EndTrack().ok());
+    net.Run();
+    return sub;
+  };
+  auto s1 = publish("p1", true);  // complete, then idle
+  ASSERT_TRUE(s1->done && s1->done->track_ended);
+  auto s2 = publish("p2", false);  // live: in use while its subscription lasts
+  EXPECT_EQ(node.relay.cache().publication_count(), 2u);
+  auto s3 = publish("p3", false);  // p1 (idle, least recently used) goes to make room
+  EXPECT_EQ(s3->got, All(3, 3));
+  EXPECT_EQ(node.relay.metrics().evictions.load(), 1u);
+  EXPECT_LE(node.relay.cache().budget()->used(), node.relay.cache().budget()->limit());
+  // p2 and p3 are in use: a fourth cannot fit and is refused, never truncated silently.
+  auto s4 = publish("p4", true);
+  ASSERT_TRUE(s4->done.has_value());
+  EXPECT_FALSE(s4->done->track_ended);
+  EXPECT_GE(node.relay.metrics().refusals[static_cast<int>(Refusal::kCacheFull)].load(), 1u);
+  EXPECT_EQ(node.relay.metrics().evictions.load(), 1u);
+  EXPECT_EQ(s2->got, All(3, 3));
+  EXPECT_FALSE(s2->done.has_value());  // untouched
+  EXPECT_LE(node.relay.cache().budget()->used(), node.relay.cache().budget()->limit());
+}
+
+class RelayAuthTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    EVP_PKEY* k = EVP_PKEY_Q_keygen(nullptr, nullptr, "EC", "P-256");
+    auto owned = OwnKey(k);
+    priv_ = PrivatePemOf(k);
+    auth::Keyring ring;
+    ASSERT_TRUE(ring.Add("k1", PublicPemOf(k)).ok());
+    RelayOptions o = Opts("r1");
+    o.verifier = std::make_shared<auth::Verifier>(std::move(ring));
+    o.clock_s = [this] { return now_s_; };
+    node_ = std::make_unique<Node>(std::move(o));
+  }
+  std::vector<moqt::AuthToken> Token(std::vector<auth::Action> actions,
+                                     std::vector<std::string> prefix, int64_t exp) {
+    auth::Claims c;
+    c.sub = "tester";
+    c.exp = exp;
+    c.grants.push_back({std::move(actions), {std::move(prefix)}});
+    auto t = auth::Mint(c, "k1", priv_);
+    EXPECT_TRUE(t.ok()) << t.status().message();
+    moqt::AuthToken a;
+    a.token_type = 1;
+    a.value = t.ok() ? *t : "";
+    return {a};
+  }
+  // The scope field "scope" as the token names it (KVCS fields are hex).
+  std::string ScopeHex() { return "73636f7065"; }
+  int64_t now_s_ = 1'000'000;
+  std::string priv_;
+  Net net_;
+  std::unique_ptr<Node> node_;
+};
+
+TEST_F(RelayAuthTest, RequestsOutsideTheGrantAreRefused) {
+  Publisher pub;
+  pub.Start(net_, *node_, kNs,
+            Token({auth::Action::kPublish}, {"kvcs-1", ScopeHex()}, now_s_ + 60));
+  ASSERT_FALSE(pub.refused.has_value());
+  pub.Produce(net_, 0, 1, 2);
+  // A subscriber granted another scope: refused, nothing served.
+  Client other = Connect(net_, *node_, nullptr,
+                         Token({auth::Action::kSubscribe}, {"kvcs-1", "00ff"}, now_s_ + 60));
+  auto sub = std::make_shared<Sub>();
+  ASSERT_TRUE(other.session->Subscribe(Name("k.raw.s0"), JoinFromStart(), sub).ok());
+  // A subscriber allowed to subscribe may not publish.
+  Client reader = Connect(net_, *node_, nullptr,
+                          Token({auth::Action::kSubscribe}, {"kvcs-1", ScopeHex()}, now_s_ + 60));
+  std::optional<moqt::RequestError> pub_refused;
+  ASSERT_TRUE(
+      reader.session
+          ->PublishNamespace({"kvcs-1", "scope", "x"}, [&](const auto& e) { pub_refused = e; })
+          .ok());
+  auto ok_sub = std::make_shared<Sub>();
+  ASSERT_TRUE(reader.session->Subscribe(Name("k.raw.s0"), JoinFromStart(), ok_sub).ok());
+  net_.Run();
+  ASSERT_TRUE(sub->done && sub->done->error);
+  EXPECT_EQ(sub->done->error->error_code,
+            static_cast<uint64_t>(moqt::RequestErrorCode::kUnauthorized));
+  EXPECT_TRUE(sub->got.empty());
+  ASSERT_TRUE(pub_refused.has_value());
+  EXPECT_EQ(pub_refused->error_code, static_cast<uint64_t>(moqt::RequestErrorCode::kUnauthorized));
+  EXPECT_EQ(ok_sub->got, All(1, 2));
+}
+
+TEST_F(RelayAuthTest, NoTokenExpiredOrForgedIsRefusedAtSetup) {
+  Client none = Connect(net_, *node_, nullptr);
+  ASSERT_TRUE(none.cb->closed.has_value());
+  EXPECT_EQ(*none.cb->closed, static_cast<uint64_t>(moqt::SessionError::kUnauthorized));
+  Client expired =
+      Connect(net_, *node_, nullptr, Token({auth::Action::kSubscribe}, {"kvcs-1"}, now_s_ - 1));
+  ASSERT_TRUE(expired.cb->closed.has_value());
+  EXPECT_EQ(*expired.cb->closed, static_cast<uint64_t>(moqt::SessionError::kExpiredAuthToken));
+  auto forged = Token({auth::Action::kSubscribe}, {"kvcs-1"}, now_s_ + 60);
+  forged[0].value.back() = forged[0].value.back() == 'A' ? 'B' : 'A';
+  Client f = Connect(net_, *node_, nullptr, forged);
+  ASSERT_TRUE(f.cb->closed.has_value());
+  EXPECT_NE(*f.cb->closed, 0u);
+  EXPECT_GE(node_->relay.metrics().refusals[static_cast<int>(Refusal::kBadToken)].load(), 3u);
+}
+
+}  // namespace
+}  // namespace kvcs::relay

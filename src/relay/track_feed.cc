@@ -1,0 +1,236 @@
+// TrackFeed: an upstream subscription filling one cached track (track_feed.h).
+#include "relay/track_feed.h"
+
+#include <utility>
+
+#include "moqt/moqt_error.h"
+#include "moqt_session/moqt_byte_budget.h"
+#include "moqt_session/moqt_filters.h"
+#include "relay/relay.h"
+
+namespace kvcs::relay {
+
+using moqt::Location;
+using moqt::ObjectStatus;
+
+TrackFeed::TrackFeed(Relay* relay, std::shared_ptr<moqt::Track> track, moqt::MoqtSession* session,
+                     uint64_t deadline_ms)
+    : relay_(relay), track_(std::move(track)), session_(session), deadline_ms_(deadline_ms) {
+  track_->StartFilling();
+}
+
+void TrackFeed::AddWaiter(const moqt::TrackQuery& query, moqt::TrackResolved done) {
+  waiters_.push_back({query, std::move(done)});
+  Wake();
+}
+
+void TrackFeed::OnSubscribeOk(const moqt::SubscribeOkInfo& info) {
+  if (ended_) return;
+  auto self = shared_from_this();
+  answered_ = true;
+  upstream_largest_ = info.largest;
+  if (info.largest) {
+    track_->SetLargestKnown(*info.largest);
+  } else {
+    fill_done_ = true;  // nothing published upstream yet: no fill
+  }
+  track_->SetTrackProperties(info.track_properties);
+  Advance();
+  Wake();
+}
+
+void TrackFeed::OnObject(const moqt::ReceivedObject& o) {
+  if (ended_) return;
+  auto self = shared_from_this();
+  moqt::PublishedObject po;
+  po.location = o.location;
+  po.subgroup_id = o.subgroup_id;
+  po.publisher_priority = o.publisher_priority;
+  po.status = o.status;
+  if (o.properties) po.properties = *o.properties;
+  po.payload = std::make_shared<const Bytes>(o.payload.begin(), o.payload.end());
+  const uint64_t charge =
+      o.payload.size() + moqt::kTrackObjectOverheadBytes + moqt::kTrackGroupOverheadBytes;
+  Status st = relay_->MakeRoom(charge)
+                  ? track_->InsertObject(std::move(po))
+                  : moqt::TrackErrorStatus(moqt::TrackError::kBudgetExhausted, "cache full");
+  if (st.Is(moqt::TrackError::kBudgetExhausted)) {
+    relay_->metrics_.Refuse(Refusal::kCacheFull);
+    Finish(false, moqt::PublishDoneCode::kExcessiveLoad,
+           "relay cache full: every cached publication is in use");
+    return;
+  }
+  if (!st.ok() && !st.Is(moqt::TrackError::kExists)) {
+    Finish(false, moqt::PublishDoneCode::kMalformedTrack,
+           "upstream object refused: " + st.message());
+    return;
+  }
+  relay_->metrics_.objects_in.fetch_add(1, std::memory_order_relaxed);
+  relay_->metrics_.bytes_in.fetch_add(o.payload.size(), std::memory_order_relaxed);
+  if (o.via == moqt::DeliveryKind::kFill) {
+    fill_last_ = o.location;
+  } else {
+    LiveGroup& g = live_[o.location.group];
+    g.last = o.location.object;
+    if (o.status == ObjectStatus::kEndOfGroup || o.status == ObjectStatus::kEndOfTrack) {
+      g.ended = true;
+    }
+    if (o.status == ObjectStatus::kEndOfTrack) {
+      for (auto& [gid, lg] : live_) lg.ended = true;
+    }
+  }
+  relay_->UpdateCacheGauges();
+  Advance();
+  Wake();
+}
+
+void TrackFeed::OnFillComplete(bool clean) {
+  if (ended_) return;
+  auto self = shared_from_this();
+  if (!clean) {
+    Finish(false, moqt::PublishDoneCode::kInternalError, "the upstream's fill stream was reset");
+    return;
+  }
+  fill_done_ = true;
+  Advance();
+  Wake();
+}
+
+void TrackFeed::OnComplete(const moqt::SubscriptionDone& done) {
+  if (ended_) return;
+  auto self = shared_from_this();
+  session_ = nullptr;  // the subscription is over: nothing to cancel
+  if (done.error) {
+    relay_->metrics_.Refuse(Refusal::kUpstreamError);
+    RefuseAll(static_cast<moqt::RequestErrorCode>(done.error->error_code),
+              "upstream: " + done.error->reason);
+    Finish(false, moqt::PublishDoneCode::kInternalError, "upstream refused");
+    return;
+  }
+  if (done.track_ended && done.all_streams_received) {
+    if (!track_->ended()) {
+      // The upstream's track had ended before we subscribed: its End of Track is its Largest
+      // Object (the fill carries no status objects).
+      std::optional<Location> largest = track_->largest();
+      Location eot{0, 0};
+      if (largest) {
+        const bool eot_at_largest = largest->object == 0 && !track_->NextInGroup(largest->group, 0);
+        eot = eot_at_largest ? *largest : Location{largest->group + 1, 0};
+      }
+      moqt::PublishedObject e;
+      e.location = eot;
+      e.status = ObjectStatus::kEndOfTrack;
+      (void)track_->InsertObject(std::move(e));
+    }
+    Finish(true, moqt::PublishDoneCode::kTrackEnded, "");
+    return;
+  }
+  std::string why =
+      done.session_closed ? "the upstream session ended" : "the upstream subscription ended early";
+  if (!done.reason.empty()) why += ": " + done.reason;
+  const auto code = done.status ? moqt::PublishDoneCodeFromWire(*done.status)
+                                : moqt::PublishDoneCode::kInternalError;
+  Finish(false,
+         code == moqt::PublishDoneCode::kTrackEnded ? moqt::PublishDoneCode::kInternalError : code,
+         why);
+}
+
+void TrackFeed::Abandon(moqt::RequestErrorCode code, const std::string& reason) {
+  if (ended_) return;
+  auto self = shared_from_this();
+  RefuseAll(code, reason);
+  Finish(false, moqt::PublishDoneCode::kInternalError, reason);
+}
+
+void TrackFeed::Advance() {
+  if (!fill_done_) {
+    if (fill_last_) track_->SetCompleteThrough(*fill_last_);
+    return;
+  }
+  // Known through the Largest Object at subscribe time, then group by group through the live
+  // objects: each live group arrives in order on its own stream.
+  std::optional<Location> cur = upstream_largest_;
+  if (!cur && live_.empty()) return;
+  uint64_t g = cur ? cur->group : live_.begin()->first;
+  for (;;) {
+    auto it = live_.find(g);
+    if (it == live_.end()) {
+      // No live object of group g. If it is the Largest Object's group and a later group has
+      // started, g ended at the Largest Object (publishers here finish a group before the next).
+      if (cur && cur->group == g && live_.upper_bound(g) != live_.end()) {
+        cur = Location{g, UINT64_MAX};
+        g = live_.upper_bound(g)->first;
+        continue;
+      }
+      break;
+    }
+    if (it->second.last && (!cur || Location{g, *it->second.last} > *cur)) {
+      cur = Location{g, *it->second.last};
+    }
+    if (!it->second.ended) break;
+    cur = Location{g, UINT64_MAX};
+    ++g;
+  }
+  if (cur) track_->SetCompleteThrough(*cur);
+}
+
+void TrackFeed::Wake() {
+  if (!answered_) return;
+  std::vector<Waiter> ready;
+  for (auto it = waiters_.begin(); it != waiters_.end();) {
+    bool wait = false;
+    if (it->query.type == moqt::MessageType::kFetch && track_->filling() && !track_->failure()) {
+      moqt::LocationRange r = moqt::FetchRange(
+          it->query.fetch_range.value_or(moqt::LocationFilter{}), track_->largest());
+      wait = r.end && !track_->KnownThrough(*r.end);
+    }
+    if (wait) {
+      ++it;
+    } else {
+      ready.push_back(std::move(*it));
+      it = waiters_.erase(it);
+    }
+  }
+  for (Waiter& w : ready) {
+    moqt::TrackResolution r;
+    if (track_->failure()) {
+      r.error = moqt::RequestErrorCode::kInternalError;
+      r.reason = "relay: " + track_->failure()->second;
+    } else {
+      r.track = track_;
+    }
+    w.done(std::move(r));
+  }
+}
+
+void TrackFeed::RefuseAll(moqt::RequestErrorCode code, const std::string& reason) {
+  std::vector<Waiter> all = std::move(waiters_);
+  waiters_.clear();
+  for (Waiter& w : all) {
+    moqt::TrackResolution r;
+    r.error = code;
+    r.reason = reason;
+    w.done(std::move(r));
+  }
+}
+
+void TrackFeed::Finish(bool complete, moqt::PublishDoneCode code, const std::string& reason) {
+  if (ended_) return;
+  ended_ = true;
+  if (complete) {
+    fill_done_ = true;
+    track_->MarkComplete();
+    Wake();
+  } else {
+    track_->Fail(code, reason);
+    Wake();  // waiters answered with the failure
+    if (session_) {
+      moqt::MoqtSession* s = session_;
+      session_ = nullptr;
+      (void)s->Unsubscribe(request_id_);
+    }
+  }
+  relay_->FeedEnded(this);
+}
+
+}  // namespace kvcs::relay

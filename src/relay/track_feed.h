@@ -1,0 +1,85 @@
+// TrackFeed: one upstream subscription filling one cached track (Next Object + fill from {0,0}:
+// the whole track). It is the SubscribeVisitor of that subscription: it stores each object once
+// (Track::InsertObject; fill and live objects interleave), tells the Track how far it is known
+// complete, answers the downstream requests waiting on it once the upstream answered, and ends
+// the track cleanly (complete, or failed with the reason) when the subscription ends.
+//
+// How far the track is known (Track::SetCompleteThrough): the fill arrives in ascending order
+// up to the upstream's Largest Object L, so each fill object completes everything before it;
+// after the fill, live groups arrive each on its own stream in order, so the track is known
+// through L's group's live objects, then through each later group whose End of Group arrived.
+// THREADING: single-threaded (the relay's executor).
+#ifndef KVCS_RELAY_TRACK_FEED_H_
+#define KVCS_RELAY_TRACK_FEED_H_
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "moqt_session/moqt_session.h"
+#include "moqt_session/moqt_track.h"
+#include "moqt_session/moqt_track_source.h"
+
+namespace kvcs::relay {
+
+class Relay;
+
+class TrackFeed : public moqt::SubscribeVisitor, public std::enable_shared_from_this<TrackFeed> {
+ public:
+  TrackFeed(Relay* relay, std::shared_ptr<moqt::Track> track, moqt::MoqtSession* session,
+            uint64_t deadline_ms);
+
+  // A downstream request waiting for this feed: answered once the upstream answered (a FETCH:
+  // once its range is known complete).
+  void AddWaiter(const moqt::TrackQuery& query, moqt::TrackResolved done);
+  void set_request_id(uint64_t id) { request_id_ = id; }
+  moqt::MoqtSession* session() const { return session_; }
+  const std::shared_ptr<moqt::Track>& track() const { return track_; }
+  bool answered() const { return answered_; }
+  uint64_t deadline_ms() const { return deadline_ms_; }
+  // The upstream session is being destroyed: never call into it again.
+  void Detach() { session_ = nullptr; }
+  // The upstream session is going away (or did not answer in time): end as a failure.
+  void Abandon(moqt::RequestErrorCode code, const std::string& reason);
+
+  // moqt::SubscribeVisitor
+  void OnSubscribeOk(const moqt::SubscribeOkInfo& info) override;
+  void OnObject(const moqt::ReceivedObject& object) override;
+  void OnFillComplete(bool clean) override;
+  void OnComplete(const moqt::SubscriptionDone& done) override;
+
+ private:
+  struct Waiter {
+    moqt::TrackQuery query;
+    moqt::TrackResolved done;
+  };
+  struct LiveGroup {
+    std::optional<uint64_t> last;  // the last object received (in order on its stream)
+    bool ended = false;            // End of Group (or End of Track) received
+  };
+  // Answers the waiters that can be answered now.
+  void Wake();
+  void Advance();
+  void Finish(bool complete, moqt::PublishDoneCode code, const std::string& reason);
+  void RefuseAll(moqt::RequestErrorCode code, const std::string& reason);
+
+  Relay* relay_;
+  std::shared_ptr<moqt::Track> track_;
+  moqt::MoqtSession* session_;
+  uint64_t request_id_ = 0;
+  uint64_t deadline_ms_;
+  bool answered_ = false;
+  bool ended_ = false;
+  std::optional<moqt::Location> upstream_largest_;
+  bool fill_done_ = false;
+  std::optional<moqt::Location> fill_last_;
+  std::map<uint64_t, LiveGroup> live_;
+  std::vector<Waiter> waiters_;
+};
+
+}  // namespace kvcs::relay
+
+#endif  // KVCS_RELAY_TRACK_FEED_H_
