@@ -7,6 +7,7 @@
 #include "auth/token.h"
 #include "cli/cli_util.h"
 #include "cli/command.h"
+#include "cli/keyring_file.h"
 #include "common/log.h"
 #include "http/server.h"
 #include "index/embedded_store.h"
@@ -32,35 +33,6 @@ uint64_t NowMs() {
   return uint64_t(std::chrono::duration_cast<std::chrono::milliseconds>(
                       std::chrono::system_clock::now().time_since_epoch())
                       .count());
-}
-
-// Adds one kid=public.pem pair to the keyring.
-Status AddKey(auth::Keyring* ring, const std::string& kid, const std::string& path) {
-  KVCS_ASSIGN_OR_RETURN(std::string pem, ReadSmallFile(path, kMaxKeyFileBytes));
-  Status s = ring->Add(kid, pem);
-  return s.ok() ? s : s.WithContext("key " + kid + " (" + path + ")");
-}
-
-// --keys values: "kid=public.pem", or a JSON file {"keys": {"<kid>": "<public.pem>", …}}.
-Result<auth::Keyring> LoadKeys(const std::vector<std::string>& values) {
-  auth::Keyring ring;
-  for (const std::string& v : values) {
-    size_t eq = v.find('=');
-    if (eq != std::string::npos) {
-      KVCS_RETURN_IF_ERROR(AddKey(&ring, v.substr(0, eq), v.substr(eq + 1)));
-      continue;
-    }
-    KVCS_ASSIGN_OR_RETURN(std::string text, ReadSmallFile(v, kMaxKeyFileBytes));
-    auto j = nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);
-    if (j.is_discarded() || !j.is_object() || !j.contains("keys") || !j["keys"].is_object()) {
-      return InvalidArgument(v + ": expected {\"keys\": {\"<kid>\": \"<public.pem>\", ...}}");
-    }
-    for (auto& [kid, path] : j["keys"].items()) {
-      if (!path.is_string()) return InvalidArgument(v + ": key " + kid + " is not a file name");
-      KVCS_RETURN_IF_ERROR(AddKey(&ring, kid, path.get<std::string>()));
-    }
-  }
-  return ring;
 }
 
 // --redis: "unix:/path/redis.sock", "/path/redis.sock", "redis://host:port" or "host:port".

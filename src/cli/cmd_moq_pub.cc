@@ -179,9 +179,16 @@ class Publisher {
       auto id = p->client_->session().PublishNamespace(
           p->ns_, [p = p](const std::optional<moqt::RequestError>& e) {
             if (e) {
-              p->Stop(Fail(kCmd, "the relay refused PUBLISH_NAMESPACE: " + e->reason + " (code " +
-                                     std::to_string(e->error_code) + ")"),
-                      "");
+              p->Stop(
+                  Fail(kCmd,
+                       "the relay refused PUBLISH_NAMESPACE: " +
+                           std::string(moqt::RequestErrorCodeName(
+                               static_cast<moqt::RequestErrorCode>(e->error_code))) +
+                           " (code " + std::to_string(e->error_code) + "): " + e->reason,
+                       e->error_code == static_cast<uint64_t>(moqt::RequestErrorCode::kUnauthorized)
+                           ? "the --auth-token does not grant publish on this namespace"
+                           : ""),
+                  "");
               return;
             }
             p->Say("namespace accepted");

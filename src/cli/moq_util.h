@@ -7,6 +7,8 @@
 #include <CLI/CLI.hpp>
 #include <cstdint>
 #include <cstdio>
+#include <fstream>
+#include <iterator>
 #include <string>
 #include <string_view>
 
@@ -86,14 +88,32 @@ inline Result<moqt::FilterRange> ParseRangeArg(std::string_view s, std::string_v
   return r;
 }
 
+// A token file's text without surrounding whitespace; empty when unreadable or over 8 KiB.
+inline std::string ReadTokenFile(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  if (!in.good() && !in.eof()) return "";
+  if (text.size() > 8 * 1024) return "";
+  return std::string(Trim(text, kXmlWhitespace));
+}
+
 // Client-side TLS and connection options (moq-sub, moq-pub --relay).
 struct ClientTlsOptions {
   std::string ca_file;
   bool insecure = false;
   std::string server_name;
   double connect_timeout_s = 5;
+  std::string auth_token_file;
+  double idle_timeout_s = 30;
 
   void Add(CLI::App* cmd) {
+    cmd->add_option("--idle-timeout", idle_timeout_s,
+                    "seconds without a packet from the peer before the session is declared "
+                    "dead (keep-alive PINGs at a third of it)")
+        ->capture_default_str();
+    cmd->add_option("--auth-token", auth_token_file,
+                    "file with a token for the relay's SETUP (kvcs token --allow "
+                    "publish,subscribe)");
     auto* ca = cmd->add_option("--ca", ca_file,
                                "PEM CA bundle to verify the server (e.g. the "
                                "certificate moq-pub printed)");
@@ -114,9 +134,22 @@ struct ClientTlsOptions {
     c.quic.insecure = insecure;
     c.quic.limits.handshake_timeout =
         std::chrono::milliseconds(static_cast<int64_t>(connect_timeout_s * 1000));
+    c.quic.limits.idle_timeout =
+        std::chrono::milliseconds(static_cast<int64_t>(idle_timeout_s * 1000));
+    c.quic.limits.keep_alive = c.quic.limits.idle_timeout / 3;
     if (!url.path.empty()) c.session.path = url.path;
     c.session.authority = url.authority();
     c.session.implementation = "kvcs-cli/0.1";
+    if (!auth_token_file.empty()) {
+      // An unreadable file sends no token: the relay then refuses the session as unauthorized.
+      auto text = ReadTokenFile(auth_token_file);
+      if (!text.empty()) {
+        moqt::AuthToken t;
+        t.token_type = 1;
+        t.value = std::move(text);
+        c.session.setup_auth_tokens.push_back(std::move(t));
+      }
+    }
     return c;
   }
 };

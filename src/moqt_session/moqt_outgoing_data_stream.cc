@@ -118,7 +118,7 @@ void OutgoingDataStream::PumpSubgroup(transport::Stream& s, const IncomingReques
     }
     bool last = o->status != ObjectStatus::kNormal;
     if (!s.Write(header, last).ok()) return;
-    session_->ObjectSent();
+    session_->ObjectSent(o->payload->size());
     if (last) {
       Finish();
       return;
@@ -232,7 +232,7 @@ void OutgoingDataStream::PumpFetch(transport::Stream& s, const Track& track) {
       return;
     }
     if (!s.Write(header, false).ok()) return;
-    session_->ObjectSent();
+    session_->ObjectSent(o->payload->size());
     if (!WritePayload(s, o->payload)) return;
   }
 }

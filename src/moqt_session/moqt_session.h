@@ -282,6 +282,7 @@ class MoqtSession {
     uint64_t data_streams_opened = 0;
     uint64_t data_streams_accepted = 0;
     uint64_t objects_sent = 0;
+    uint64_t payload_bytes_sent = 0;  // object payload on streams (headers not counted)
     uint64_t objects_received = 0;
     uint64_t datagrams_sent = 0;
     uint64_t datagrams_received = 0;

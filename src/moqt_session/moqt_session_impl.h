@@ -135,7 +135,10 @@ class MoqtSessionImpl : public transport::SessionVisitor,
   void DeliverEndOfRange(IncomingDataStream& d, const EndOfRange& m) override;
   void DataStreamEnded(IncomingDataStream& d, bool clean) override;
   void DataStreamMalformed(const Status& error) override;
-  void ObjectSent() override { stats_.objects_sent++; }
+  void ObjectSent(uint64_t payload_bytes) override {
+    stats_.objects_sent++;
+    stats_.payload_bytes_sent += payload_bytes;
+  }
   void OutgoingDataStreamFinished(OutgoingDataStream& d) override { DataOutFinished(d); }
   // NamespaceForwarder::Sink
   void SendNamespaceMessage(uint64_t request_id, const ControlMessage& message) override;

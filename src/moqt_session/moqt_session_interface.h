@@ -45,7 +45,7 @@ class SessionToDataStreamInterface {
   virtual void DataStreamMalformed(const Status& error) = 0;
 
   // ---- one of our data streams (OutgoingDataStream)
-  virtual void ObjectSent() = 0;
+  virtual void ObjectSent(uint64_t payload_bytes) = 0;
   // The stream wrote its last byte or reset itself (the session ignores repeats).
   virtual void OutgoingDataStreamFinished(OutgoingDataStream& stream) = 0;
 

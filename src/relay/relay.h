@@ -59,8 +59,9 @@ struct RelayOptions {
   std::shared_ptr<const auth::Verifier> verifier;
   // Sent with every request to the upstream relay (this relay's own grant there).
   std::vector<moqt::AuthToken> upstream_tokens;
-  // The prefix this relay subscribes to at its upstream, to learn the namespaces of the tree.
-  moqt::TrackNamespace upstream_namespace_prefix = {"kvcs-1"};
+  // The prefix this relay subscribes to at its upstream, to learn the namespaces of the tree
+  // (empty: every namespace).
+  moqt::TrackNamespace upstream_namespace_prefix;
   // Wall-clock seconds for token expiry; monotonic milliseconds for LRU and deadlines.
   std::function<int64_t()> clock_s;
   std::function<uint64_t()> clock_ms;

@@ -55,7 +55,7 @@ std::string RelayMetrics::Render(uint64_t bytes_out, uint64_t objects_out) const
   line("objects_in_total", "counter", "objects received from upstreams", get(objects_in));
   line("bytes_in_total", "counter", "object payload bytes received from upstreams", get(bytes_in));
   line("objects_out_total", "counter", "objects sent to subscribers", objects_out);
-  line("bytes_out_total", "counter", "bytes sent to subscribers (QUIC stream data)", bytes_out);
+  line("bytes_out_total", "counter", "object payload bytes sent to subscribers", bytes_out);
   line("announced_namespaces", "gauge", "namespaces announced by publishers here",
        get(announcements));
   out += "# HELP kvcs_relay_refusals_total requests and objects refused, by cause\n";

@@ -1,0 +1,269 @@
+#!/usr/bin/env python3
+"""End-to-end tests of `kvcs relay` with real processes over QUIC on 127.0.0.1.
+
+usage: run_relay_tests.py /path/to/kvcs [test-name-substring ...]
+
+The relay, its publishers (kvcs moq-pub --relay) and subscribers (kvcs moq-sub) are separate
+processes. Every wait is bounded (a subscriber's --timeout, a process deadline); nothing sleeps
+to synchronize: each step waits for a line the previous process printed.
+"""
+import concurrent.futures
+import queue
+import json
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+import urllib.request
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "cli"))
+import run_cli_tests as cli  # noqa: E402  (the shared run/check helpers; KVCS from argv[1])
+
+KVCS = cli.KVCS
+check = cli.check
+Failure = cli.Failure
+NS = "kvcs-demo/synthetic"
+
+
+def start(args, want_prefix, deadline_s=30):
+    """Starts `kvcs args` and waits (bounded) for a stdout line starting with want_prefix;
+    returns (process, that line, lines seen). Reader threads keep draining both pipes, so a
+    chatty process never blocks on a full pipe; p.rest collects everything after."""
+    p = subprocess.Popen([KVCS, *map(str, args)], stdout=subprocess.PIPE,
+                         stderr=subprocess.PIPE, text=True)
+    lines = queue.Queue()
+    p.rest = []
+
+    def pump(f, into_queue):
+        for line in iter(f.readline, ""):
+            (lines.put if into_queue else p.rest.append)(line)
+        if into_queue:
+            lines.put(None)
+
+    for f, q in ((p.stdout, True), (p.stderr, False)):
+        threading.Thread(target=pump, args=(f, q), daemon=True).start()
+    seen = []
+    deadline = time.monotonic() + deadline_s
+    while True:
+        try:
+            line = lines.get(timeout=max(0.0, deadline - time.monotonic()))
+        except queue.Empty:
+            line = None
+        if line is None:
+            break
+        seen.append(line)
+        if line.startswith(want_prefix):
+            threading.Thread(target=lambda: p.rest.extend(iter(lambda: lines.get() or "", "")),
+                             daemon=True).start()
+            return p, line, seen
+    p.kill()
+    p.wait()
+    raise Failure(f"kvcs {' '.join(map(str, args))} did not print '{want_prefix}':\n" +
+                  "".join(seen) + "".join(p.rest))
+
+
+def start_relay(*extra):
+    p, line, _ = start(["relay", "--listen", "127.0.0.1:0", *extra], "relay ")
+    url = line.split(" listening on ")[1].split()[0].rstrip(",")
+    p.metrics_port = None
+    if "metrics http://" in line:
+        p.metrics_port = int(line.split("metrics http://")[1].split("/")[0].rsplit(":", 1)[1])
+    return p, url
+
+
+def stop(p, sig=signal.SIGTERM):
+    if p.poll() is None:
+        p.send_signal(sig)
+    try:
+        p.wait(timeout=30)
+    except subprocess.TimeoutExpired:
+        p.kill()
+        raise Failure("process did not exit after SIGTERM")
+    for t in threading.enumerate():
+        if t is not threading.current_thread() and t.daemon:
+            t.join(timeout=5)
+    return p.returncode, "".join(getattr(p, "rest", [])), ""
+
+
+def sub(url, *args, ok=True):
+    return cli.run("moq-sub", url, "--insecure", "--namespace", NS, *args, ok=ok)
+
+
+def publisher(relay_url, *args):
+    """moq-pub announcing to the relay; returns once the relay accepted the namespace."""
+    p, _, _ = start(["moq-pub", "--relay", relay_url, "--insecure", "--namespace", NS, *args],
+                    "namespace accepted")
+    return p
+
+
+def complete_line(groups, objects, size):
+    return f"complete: {groups * objects} objects in {groups} groups, {groups * objects * size} bytes"
+
+
+def test_relay_help():
+    p = cli.run("relay", "--help")
+    check("Example" in p.stdout and "--upstream" in p.stdout and "--keys" in p.stdout, p.stdout)
+    r = cli.run("relay", "--listen", "127.0.0.1:0", ok=False)
+    check("--open" in r.stderr and "hint:" in r.stderr, r.stderr)  # no keys, not open: refused
+
+
+def test_fan_out_to_32_subscribers_joining_before_during_and_after():
+    relay, url = start_relay("--open", "--metrics", "127.0.0.1:0")
+    G, O, S = 8, 16, 4096
+    try:
+        pub = publisher(url, "--groups", G, "--objects", O, "--size", S, "--rate", 400,
+                        "--start-on-subscribe")
+        want = complete_line(G, O, S)
+
+        def one(_):
+            s = sub(url, "--fill", "--verify", "--print", "none", "--timeout", 60)
+            return s.stdout
+
+        with concurrent.futures.ThreadPoolExecutor(max_workers=32) as ex:
+            early = [ex.submit(one, i) for i in range(16)]   # before and during production
+            late = [ex.submit(one, i) for i in range(16)]
+            outs = [f.result() for f in early + late]
+        for o in outs:
+            check(want in o and "payload errors 0" in o and "DUPLICATES" not in o, o)
+            check("track ended" in o, o)
+        rc, _, _ = stop(pub)
+        # After the publisher left: served whole from the relay's cache.
+        after = sub(url, "--fill", "--verify", "--print", "none", "--timeout", 60)
+        check(want in after.stdout and "payload errors 0" in after.stdout, after.stdout)
+        f = cli.run("moq-sub", url, "--insecure", "--namespace", NS, "--fetch", "--start", 2,
+                    "--end", 3, "--verify", "--timeout", 30)
+        check(f"complete: {2 * O} objects" in f.stdout, f.stdout)
+        m = relay_metrics(relay)
+        check(m.get("kvcs_relay_upstream_requests_total") == 1, f"one upstream request: {m}")
+        check(m.get("kvcs_relay_cached_publications") == 1, m)
+    finally:
+        stop(relay)
+
+
+def relay_metrics(relay_proc):
+    port = relay_proc.metrics_port
+    body = urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=10).read().decode()
+    out = {}
+    for ln in body.splitlines():
+        if ln and not ln.startswith("#"):
+            k, v = ln.rsplit(" ", 1)
+            out[k] = int(v)
+    return out
+
+
+def test_three_relay_chain_with_discovery():
+    root, root_url = start_relay("--open", "--id", "root")
+    a, a_url = start_relay("--open", "--id", "a", "--upstream", root_url, "--upstream-insecure")
+    b, b_url = start_relay("--open", "--id", "b", "--upstream", root_url, "--upstream-insecure")
+    try:
+        pub = publisher(a_url, "--groups", 4, "--objects", 8, "--size", 1000, "--rate", 200,
+                        "--start-on-subscribe")
+        n = cli.run("moq-sub", b_url, "--insecure", "--discover", "kvcs-demo", "--count", 1,
+                    "--timeout", 30)
+        check("namespace kvcs-demo/synthetic" in n.stdout, n.stdout)
+        s = sub(b_url, "--fill", "--verify", "--print", "none", "--timeout", 60)
+        check(complete_line(4, 8, 1000) in s.stdout and "payload errors 0" in s.stdout, s.stdout)
+        stop(pub)
+    finally:
+        for p in (b, a, root):
+            stop(p)
+
+
+def test_tokens_grant_by_prefix_and_bad_ones_are_refused():
+    d = os.environ.get("TMPDIR", "/tmp")
+    key, pubkey = f"{d}/relay-signer-{os.getpid()}.pem", f"{d}/relay-signer-{os.getpid()}.pub"
+    cli.run("keygen", "producer", "--alg", "es256", "--kid", "r1", "--out-key", key,
+            "--out-pub", pubkey)
+    relay, url = start_relay("--keys", f"r1={pubkey}")
+    files = []
+
+    def token(name, grant, ttl=600):
+        t = cli.run("token", "--key", key, "--sub", name, "--grant", grant, "--ttl", ttl)
+        path = f"{d}/relay-token-{name}-{os.getpid()}"
+        with open(path, "w") as f:
+            f.write(t.stdout.strip())
+        files.append(path)
+        return path
+
+    try:
+        pt = token("pub", "publish@kvcs-demo")
+        st = token("sub", "subscribe@kvcs-demo/synthetic")
+        other = token("other", "subscribe@kvcs-demo/elsewhere")
+        pub = publisher(url, "--auth-token", pt, "--groups", 2, "--objects", 4, "--size", 100,
+                        "--rate", 0)
+        ok = sub(url, "--auth-token", st, "--fill", "--verify", "--print", "none", "--timeout", 30)
+        check(complete_line(2, 4, 100) in ok.stdout, ok.stdout)
+        r = sub(url, "--auth-token", other, "--fill", "--timeout", 30, ok=False)
+        check("UNAUTHORIZED" in r.stderr, r.stderr)
+        r = sub(url, "--fill", "--timeout", 30, ok=False)  # no token at all
+        check("UNAUTHORIZED" in r.stderr or "unauthorized" in r.stderr.lower(), r.stderr)
+        forged = f"{d}/relay-token-forged-{os.getpid()}"
+        with open(st) as f, open(forged, "w") as g:
+            t = f.read()
+            g.write(t[:-2] + ("AA" if not t.endswith("AA") else "BB"))
+        files.append(forged)
+        r = sub(url, "--auth-token", forged, "--fill", "--timeout", 30, ok=False)
+        check("complete:" not in r.stdout, r.stdout)
+        # A subscriber's token may not publish.
+        p2 = subprocess.run([KVCS, "moq-pub", "--relay", url, "--insecure", "--namespace",
+                             "kvcs-demo/x", "--auth-token", st, "--groups", "1", "--objects",
+                             "1", "-q"], capture_output=True, text=True, timeout=60)
+        check(p2.returncode != 0 and "UNAUTHORIZED" in p2.stderr, p2.stderr)
+        stop(pub)
+    finally:
+        stop(relay)
+        for f in files + [key, pubkey]:
+            if os.path.exists(f):
+                os.unlink(f)
+
+
+def test_relay_killed_mid_stream_ends_subscribers_promptly():
+    relay, url = start_relay("--open")
+    pub = publisher(url, "--groups", 1000, "--objects", 10, "--size", 100, "--rate", 50)
+    # Wait until objects flow, then kill the relay without a goodbye.
+    s, _, _ = start(["moq-sub", url, "--insecure", "--namespace", NS, "--fill", "--idle-timeout",
+                     2, "--timeout", 120, "--print", "object"], "object ")
+    relay.kill()
+    relay.wait()
+    t0 = time.monotonic()
+    try:
+        s.wait(timeout=30)
+    except subprocess.TimeoutExpired:
+        s.kill()
+        raise Failure("the subscriber hung after the relay died")
+    check(s.returncode != 0, "the subscriber claimed success")
+    check(time.monotonic() - t0 < 30, "not prompt")
+    pub.kill()
+    pub.wait()
+
+
+def test_graceful_shutdown_sends_goaway():
+    relay, url = start_relay("--open", "--drain", 1)
+    pub = publisher(url, "--groups", 1000, "--objects", 10, "--size", 100, "--rate", 50)
+    rc, out, err = stop(relay)
+    check(rc == 0, f"relay rc {rc}\n{out}\n{err}")
+    check("GOAWAY" in out, out)
+    pub.kill()
+    pub.wait()
+
+
+def main():
+    wanted = sys.argv[2:]
+    tests = [(n, f) for n, f in globals().items() if n.startswith("test_") and callable(f)]
+    tests = [(n, f) for n, f in tests if not wanted or any(w in n for w in wanted)]
+    failed = 0
+    for name, fn in tests:
+        try:
+            fn()
+            print(f"PASS {name}")
+        except Exception as e:  # noqa: BLE001
+            failed += 1
+            print(f"FAIL {name}: {e}")
+    print(f"{len(tests) - failed}/{len(tests)} passed")
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
