@@ -109,7 +109,7 @@ def token_list(t):
 
 def test_help_of_every_subcommand(d):
     for sub in (["keys"], ["keygen"], ["keygen", "scope"], ["keygen", "producer"], ["pack"],
-                ["unpack"], ["inspect"], ["demo"], ["version"]):
+                ["unpack"], ["inspect"], ["demo"], ["version"], ["relay"]):
         p = run(*sub, "--help")
         check("Example" in p.stdout, f"kvcs {' '.join(sub)} --help shows no example")
     p = run("--help")
@@ -121,11 +121,11 @@ def test_help_of_every_subcommand(d):
 def test_unknown_command_says_so(d):
     # With or without --help, and after a top-level option: named as unknown, the commands
     # listed, exit status 2 (a usage error) so that a script can tell.
-    for args in (["relay"], ["relay", "--help"], ["--log", "info", "relay", "--help"],
-                 ["relay", "-h", "--port", "1"]):
+    for args in (["frobnicate"], ["frobnicate", "--help"], ["--log", "info", "frobnicate", "--help"],
+                 ["frobnicate", "-h", "--port", "1"]):
         p = run(*args, ok=False)
         check(p.returncode == 2, f"kvcs {' '.join(args)}: exit {p.returncode}, expected 2")
-        check("unknown command 'relay'" in p.stderr, f"kvcs {' '.join(args)}: {p.stderr!r}")
+        check("unknown command 'frobnicate'" in p.stderr, f"kvcs {' '.join(args)}: {p.stderr!r}")
         check("store" in p.stderr and "moq-pub" in p.stderr, "the commands are not listed")
         check("Example" not in p.stdout, "top-level help printed for an unknown command")
     # Known commands are unaffected, including after --log.
