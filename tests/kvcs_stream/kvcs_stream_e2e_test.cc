@@ -246,7 +246,7 @@ TEST_F(KvcsStreamE2E, DiscoveryFindsTheLongestPrefixThenRetrievesIt) {
     ASSERT_TRUE(RunUntil([&] { return got.report.has_value(); }));
     EXPECT_EQ(got.mismatches, 0);
     EXPECT_EQ(got.layers.size(), size_t{d_.layers});
-    EXPECT_EQ(got.report->at(11, d_.layers - 1).source, BlockSource::kMoqt);
+    EXPECT_EQ(got.report->at(11, d_.layers - 1).source, BlockSource::kMoqtFetch);
     if (tokens.size() > tokens_.size()) {
       EXPECT_EQ(got.report->at(12, 0).reason, StreamError::kNotCovered);
     } else {
