@@ -273,6 +273,57 @@ TEST_F(RecoveryTest, MissingObjectRecoveredFromAnotherRelayOfThePublication) {
   EXPECT_EQ(h.fetches, 0);
 }
 
+// The primary publication (through a relay that lost (layer 3, block 1) of v) and another
+// publication of the same prompt as the alternative; `deterministic` for both or neither.
+class MixingTest : public RecoveryTest {
+ protected:
+  void Run2(bool deterministic) {
+    std::vector<std::unique_ptr<Publisher>> pubs;
+    for (int i = 0; i < 2; ++i) {
+      PublisherConfig c;
+      c.descriptor = d_;
+      c.scope_key = scope_;
+      c.deterministic = deterministic;
+      auto p = Publisher::Create(&store_, c, tokens_);
+      ASSERT_TRUE(p.ok());
+      for (uint32_t l = 0; l < d_.layers; ++l) {
+        ASSERT_TRUE(
+            (*p)->PublishLayer(l, test::LayerK(d_, l, 0, 3), test::LayerV(d_, l, 0, 3)).ok());
+      }
+      pubs.push_back(std::move(*p));
+    }
+    ASSERT_TRUE(test::CopyTracks(store_, pubs[0]->track_namespace(), kTracks, relay_,
+                                 {"v.raw.s0", {3, 1}, std::nullopt})
+                    .ok());
+    Serve(primary_, &relay_);
+    Serve(alt_, &store_);
+    RecoveryOptions o = Options();
+    o.retrieval.verifier.publication = pubs[0]->ns();
+    o.alternates = {{alt_.client.get(), pubs[1]->ns(), "publication b"}};
+    auto r = Start(o);
+    ASSERT_TRUE(report_.has_value());
+  }
+};
+
+TEST_F(MixingTest, AnotherPublicationIsNotMixedIntoASegmentUnlessBothAreDeterministic) {
+  Run2(false);
+  EXPECT_EQ(report_->recompute_count(), 3u);  // layer 3
+  EXPECT_EQ(report_->at(0, 3).reason, StreamError::kMissing);
+  EXPECT_EQ(report_->count(BlockSource::kAltMoqt), 0u);
+  bool foreign = false;
+  for (const Refusal& f : report_->refusals)
+    foreign |= f.status.Is(StreamError::kForeignPublication);
+  EXPECT_TRUE(foreign);
+  EXPECT_EQ(mismatches_, 0);
+}
+
+TEST_F(MixingTest, TwoDeterministicPublicationsMix) {
+  Run2(true);
+  ExpectEverythingOnce();
+  EXPECT_EQ(report_->count(BlockSource::kAltMoqt), 3u);
+  EXPECT_EQ(report_->at(1, 3).source, BlockSource::kAltMoqt);
+}
+
 TEST_F(RecoveryTest, PublisherThatStopsRecoversWhatItCanWithinTheBound) {
   Produce(6);  // 6 of 10 layers, then silence
   Serve(primary_, &store_);
