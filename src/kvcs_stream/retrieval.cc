@@ -207,7 +207,10 @@ void Retrieval::CheckDone() {
 }
 
 void Retrieval::OnTimer() {
-  if (done_ || clock_ms_() < deadline_ms_) return;
+  if (done_) return;
+  // A session that closed without ending our requests (a killed relay) ends the retrieval now.
+  if (session_->closed()) return Finish(StreamError::kMissing);
+  if (clock_ms_() < deadline_ms_) return;
   Finish(StreamError::kDeadline);
 }
 

@@ -74,7 +74,7 @@ class Retrieval {
   Retrieval(const Retrieval&) = delete;
   Retrieval& operator=(const Retrieval&) = delete;
 
-  // Fires the deadline when it has passed.
+  // Fires the deadline when it has passed; ends the retrieval (kMissing) when the session closed.
   void OnTimer();
   bool done() const { return done_; }
   uint64_t deadline_ms() const { return deadline_ms_; }

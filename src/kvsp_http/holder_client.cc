@@ -137,6 +137,13 @@ Status HolderClient::Exchange(bool head, const HolderBlockRequest& req, Clock::t
   if (st == 406) return HolderStatus(Code::kNotFound, HolderError::kCodecUnavailable, what);
   if (st == 416) return HolderStatus(Code::kOutOfRange, HolderError::kRangeNotHeld, what);
   if (st != 200) return HolderStatus(Code::kUnavailable, HolderError::kHttpStatus, what);
+  // The connection bounds the body too, but not always before reading it (a body that came in
+  // one read with the header was seen to pass): the bound is checked here as well.
+  if (out->http.body.size() > options_.max_container_bytes) {
+    return HolderStatus(
+        Code::kResourceExhausted, HolderError::kBadResponse,
+        what + " with a body over " + std::to_string(options_.max_container_bytes) + " bytes");
+  }
   if (out->http.Header("content-type") != kContainerType) {
     return HolderStatus(
         Code::kInvalidArgument, HolderError::kBadResponse,

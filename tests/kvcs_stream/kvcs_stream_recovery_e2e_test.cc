@@ -3,8 +3,9 @@
 // one object serve behind others; a real `kvcs store` process, loaded with the same cache by one
 // aggregated PUT, is the KVSP §8 holder (HttpHolderSource over the HolderClient). Recovery from a
 // missing object (another source of the same publication), a corrupt object (the store over
-// HTTP), and a publisher that stops mid-production (the store for what it holds, the rest
-// reported for recompute), each within the recompute bound. Every wait is bounded.
+// HTTP), a publisher that stops mid-production (the store for what it holds, the rest reported
+// for recompute), and a relay killed mid-production (another relay), each within the recompute
+// bound; and `kvcs get --holder`. Every wait is bounded.
 #include <fcntl.h>
 #include <gtest/gtest.h>
 #include <poll.h>
@@ -358,8 +359,10 @@ TEST_F(RecoveryE2E, HolderClientFetchesVerifiedContainersWithTypedErrors) {
   auto small = kvsp_http::HolderClient::Create(
       "http://127.0.0.1:" + std::to_string(store_process_->port()), {.max_container_bytes = 1000});
   ASSERT_TRUE(small.ok());
-  EXPECT_TRUE(
-      (*small)->FetchBlock(d_, req, deadline).status().Is(kvsp_http::HolderError::kBadResponse));
+  {
+    Status too_big = (*small)->FetchBlock(d_, req, deadline).status();
+    EXPECT_TRUE(too_big.Is(kvsp_http::HolderError::kBadResponse)) << too_big.ToString();
+  }
   auto closed = kvsp_http::HolderClient::Create("http://127.0.0.1:9", {});
   ASSERT_TRUE(closed.ok());
   EXPECT_TRUE(
@@ -437,6 +440,28 @@ TEST_F(RecoveryE2E, PublisherThatStopsMidProductionRecoversWhatTheStoreHolds) {
   EXPECT_EQ(rep.at(9, 8).reason, StreamError::kDeadline);
   EXPECT_TRUE(rep.timed_out);
   EXPECT_EQ(got.pairs.size(), 12u * 8 + kHeldBlocks * 24);
+}
+
+TEST_F(RecoveryE2E, KilledRelayRecoveredFromAnotherRelayWhileProductionGoesOn) {
+  // Two "relays" serve the publisher's TrackStore; the primary one dies after 12 layers.
+  moqt::MoqtSession* first = Connect(Serve(&store_));
+  moqt::MoqtSession* second = Connect(Serve(&store_));
+  RecoveryOptions o = Options(RetrievalMode::kLive);
+  o.alternates = {{second, pub_->ns(), "relay-2"}};
+  o.holders = {holder_.get()};
+  Got got;
+  auto r = Start(first, o, &got);
+  Produce(12);
+  ASSERT_TRUE(RunUntil([&] { return got.pairs.size() >= 12u * 8; }, r.get()));
+  servers_.front().reset();  // killed: its sessions go with it
+  Produce(d_.layers);
+  ASSERT_TRUE(RunUntil([&] { return got.report.has_value(); }, r.get()));
+  ExpectEverythingOnce(got);
+  EXPECT_EQ(got.report->count(BlockSource::kMoqt), 12u * 8);  // before the relay died
+  EXPECT_EQ(got.report->count(BlockSource::kAltMoqt), 12u * 24);
+  EXPECT_EQ(got.report->count(BlockSource::kHttpHolder), 0u);
+  // The dead relay's QUIC connection is not closed to us: the primary gives up at its half of
+  // the bound (T/2), and the rest comes from relay-2 well within T.
 }
 
 TEST_F(RecoveryE2E, KvcsGetWithAHolderPrintsWhereEveryBlockCameFrom) {
