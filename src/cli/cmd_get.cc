@@ -1,10 +1,13 @@
 // kvcs get: retrieve a KV cache over MOQT from a publisher (`kvcs publish`) or relay: discover
 // the publication of the longest prefix of the prompt (§5.1), retrieve it live or completed
-// (§5.2, §5.3), verify every manifest and object (§5.4), print the per-layer timeline and where
-// every block came from, and write the verified cache as safetensors.
+// (§5.2, §5.3), verify every manifest and object (§5.4), recover what is missing or corrupt from
+// the prefix's other publications, then the --holder KVSP HTTP holders (kvcs_stream/recovery.h),
+// print the per-layer timeline and where every block came from, and write the verified cache as
+// safetensors.
 #include <chrono>
 #include <cstring>
 #include <iostream>
+#include <map>
 
 #include "cli/cli_util.h"
 #include "cli/command.h"
@@ -12,7 +15,8 @@
 #include "common/asio.h"
 #include "common/strings.h"
 #include "kvcs_stream/discovery.h"
-#include "kvcs_stream/retrieval.h"
+#include "kvcs_stream/recovery.h"
+#include "kvsp_http/http_holder_source.h"
 #include "moqt_endpoint/moqt_endpoint.h"
 #include "tensorio/kv_cache.h"
 #include "tensorio/safetensors.h"
@@ -27,6 +31,7 @@ constexpr auto kTick = std::chrono::milliseconds(10);
 
 struct Args {
   std::string url, tokens_file, descriptor_file, producer_key, out, layers;
+  std::vector<std::string> holders;
   ScopeOptions scope;
   ClientTlsOptions tls;
   bool live = false, completed = false;
@@ -52,6 +57,28 @@ Result<std::vector<uint32_t>> ParseTokens(const std::string& text) {
     if (!v) return InvalidArgument("token id out of range at byte " + std::to_string(i));
     out.push_back(*v);
     i = j;
+  }
+  return out;
+}
+
+// Where block `b`'s layers came from: "moqt live", "http holder http://h/_kvsp", "recompute
+// (deadline)", or, when its layers differ, each source with its layer count.
+std::string WhereFrom(const stream::RetrievalReport& rep, uint64_t b) {
+  std::map<std::string, uint32_t> n;  // description -> layers
+  for (uint32_t l = rep.first_layer; l < rep.first_layer + rep.layers; ++l) {
+    const stream::BlockOutcome& o = rep.at(b, l);
+    std::string s(stream::BlockSourceName(o.source));
+    if (o.source == stream::BlockSource::kRecompute) {
+      s += " (" + std::string(stream::StreamErrorName(o.reason)) + ")";
+    } else if (o.source_index > 0 && o.source_index < rep.sources.size()) {
+      s = rep.sources[o.source_index];
+    }
+    ++n[s];
+  }
+  if (n.size() == 1) return n.begin()->first;
+  std::string out;
+  for (const auto& [s, count] : n) {
+    out += (out.empty() ? "" : ", ") + s + " x" + std::to_string(count);
   }
   return out;
 }
@@ -120,6 +147,12 @@ class Get {
     } else {
       last_layer_ = d->layers - 1;
     }
+    for (const std::string& h : a_.holders) {
+      auto hc = kvsp_http::HolderClient::Create(h, {a_.tls.ca_file, a_.tls.insecure});
+      if (!hc.ok()) return Fail(kCmd, hc.status().message(), "e.g. --holder http://127.0.0.1:9000");
+      holders_.push_back(std::make_unique<kvsp_http::HttpHolderSource>(
+          std::move(*hc), [this](std::function<void()> f) { asio::post(io_, std::move(f)); }));
+    }
     auto c = moqt::MoqtClient::Connect(io_, a_.tls.ClientConfig(*url), nullptr);
     if (!c.ok()) return Fail(kCmd, "cannot connect to " + a_.url + ": " + c.status().message());
     client_ = std::move(*c);
@@ -177,7 +210,8 @@ class Get {
     std::cout << "found " << profile::ToString(r.best()->ns) << " (" << r.best()->anchor_blocks
               << " blocks; " << r.publications.size() << " publication(s), " << r.prefixes_tried
               << " prefixes tried) at +" << NowMs() - start_ms_ << " ms" << std::endl;
-    stream::RetrievalOptions o;
+    stream::RecoveryOptions ro;
+    stream::RetrievalOptions& o = ro.retrieval;
     o.mode = a_.completed ? stream::RetrievalMode::kCompleted : stream::RetrievalMode::kLive;
     o.verifier.identity = identity_;
     o.verifier.publication = r.best()->ns;
@@ -190,8 +224,13 @@ class Get {
     const kvsp::Descriptor& d = identity_.descriptor;
     section_ = uint64_t{d.block_tokens} * d.kv_heads * d.head_dim *
                tensorio::DtypeSize(*tensorio::SafetensorsDtypeFor(d.kv_dtype));
-    auto ret = stream::Retrieval::Start(
-        &client_->session(), o, [this](const stream::VerifiedLayer& l) { OnLayer(l); },
+    // The prefix's other publications, then the holders, recover what the first one lacks.
+    for (size_t i = 1; i < r.publications.size(); ++i) {
+      ro.alternates.push_back({&client_->session(), r.publications[i].ns, a_.url});
+    }
+    for (const auto& h : holders_) ro.holders.push_back(h.get());
+    auto ret = stream::Recovery::Start(
+        &client_->session(), ro, [this](const stream::VerifiedLayer& l) { OnLayer(l); },
         [this](const stream::RetrievalReport& rep) {
           asio::post(io_, [this, rep] { OnDone(rep); });
         },
@@ -225,27 +264,15 @@ class Get {
               << " (block, layer) to recompute, " << rep.refusals_total << " refusal(s)"
               << std::endl;
     for (uint64_t b = 0; b < rep.blocks; ++b) {
-      std::string where;
-      for (uint32_t l = rep.first_layer; l < rep.first_layer + rep.layers; ++l) {
-        const auto& o = rep.at(b, l);
-        std::string s = o.source == stream::BlockSource::kMoqt
-                            ? "moqt"
-                            : "recompute (" + std::string(stream::StreamErrorName(o.reason)) + ")";
-        if (where.empty()) {
-          where = s;
-        } else if (where != s) {
-          where = "mixed";
-        }
-      }
-      std::cout << "  block " << b << ": " << where << std::endl;
+      std::cout << "  block " << b << ": " << WhereFrom(rep, b) << std::endl;
     }
     for (const auto& r : rep.refusals) std::cout << "  refused: " << r.status.ToString() << "\n";
-    rc_ = rep.all_from_moqt() ? 0 : 1;
+    rc_ = rep.all_retrieved() ? 0 : 1;
     if (rc_ != 0) {
       std::cerr << "kvcs get: error: not every block was retrieved; recompute the rest\n";
     }
     if (!a_.out.empty()) {
-      if (!rep.all_from_moqt() || rep.layers != identity_.descriptor.layers) {
+      if (!rep.all_retrieved() || rep.layers != identity_.descriptor.layers) {
         Fail(kCmd, "not writing " + a_.out + ": it needs every layer of every block",
              "drop --layers, or recompute what is missing");
         rc_ = 1;
@@ -305,7 +332,8 @@ class Get {
   std::vector<uint32_t> tokens_;
   profile::KeySet keys_;
   std::unique_ptr<stream::Discovery> discovery_;
-  std::unique_ptr<stream::Retrieval> retrieval_;
+  std::vector<std::unique_ptr<kvsp_http::HttpHolderSource>> holders_;
+  std::unique_ptr<stream::Recovery> retrieval_;
   uint32_t first_layer_ = 0, last_layer_ = 0;
   uint64_t section_ = 0, start_ms_ = 0;
   std::map<uint32_t, Bytes> k_, v_;
@@ -331,6 +359,10 @@ RunFn Setup(CLI::App& app) {
   cmd->add_option("--ns-per-token-layer", a->ns_per_token_layer,
                   "your recompute cost; the retrieval gives up after what recomputing would take")
       ->capture_default_str();
+  cmd->add_option("--holder", a->holders,
+                  "a KVSP HTTP holder (kvcs store: http://HOST:PORT) to recover missing or corrupt "
+                  "blocks from; repeatable, tried in order")
+      ->allow_extra_args(false);
   cmd->add_option("--out", a->out, "write the verified cache here (safetensors)");
   a->tls.Add(cmd);
   cmd->footer(
@@ -338,7 +370,8 @@ RunFn Setup(CLI::App& app) {
       "  kvcs get moqt://127.0.0.1:4443/ --insecure --tokens prompt.txt --descriptor d.json \\\n"
       "      --scope-key-file tenant.key --producer-key producer.pub --completed \\\n"
       "      --out got.safetensors\n"
-      "Exit status: 0 when every block came over MOQT and verified, 1 otherwise.");
+      "Exit status: 0 when every block was retrieved (over MOQT or from a holder) and verified,\n"
+      "1 otherwise.");
   return [a] { return Get(*a).Go(); };
 }
 

@@ -131,7 +131,7 @@ TEST_F(DiscoveryTest, ShorterPrefixFoundWhenNoLongerOneExists) {
   ASSERT_TRUE(ret.ok());
   pair_.RunUntilIdle();
   ASSERT_TRUE(rep.has_value());
-  EXPECT_EQ(rep->at(1, 3).source, BlockSource::kMoqt);
+  EXPECT_EQ(rep->at(1, 3).source, BlockSource::kMoqtFetch);
   EXPECT_EQ(rep->at(2, 0).reason, StreamError::kNotCovered);
 }
 

@@ -250,8 +250,16 @@ Status LayerVerifier::OnObject(const moqt::FullTrackName& track, moqt::Location 
   }
   object_refusals_.erase(key);
   buffered_ += payload.size();
-  entries_.emplace(key, Entry{Bytes(payload.begin(), payload.end()), false});
-  return Progress();
+  auto added = entries_.emplace(key, Entry{Bytes(payload.begin(), payload.end()), false}).first;
+  // Only this object can have become verifiable (the others wait for a manifest: Progress), and
+  // only its layer complete: O(1) per object, not a walk over everything buffered.
+  if (!manifest_ || seg >= manifest_->segments.size()) return Status::Ok();
+  Status st = VerifyEntry(key, added->second);
+  if (LayerReady(seg, static_cast<uint32_t>(loc.group))) {
+    Status d = Deliver(seg, static_cast<uint32_t>(loc.group));
+    if (st.ok()) st = d;
+  }
+  return st;
 }
 
 Status LayerVerifier::VerifyEntry(const Key& key, Entry& e) {

@@ -71,9 +71,11 @@ Result<std::unique_ptr<Retrieval>> Retrieval::Start(moqt::MoqtSession* session,
   const uint32_t layers =
       r->verifier_.needed_blocks() ? r->verifier_.last_layer() - r->verifier_.first_layer() + 1 : 0;
   r->deadline_ms_ =
-      r->clock_ms_() + RecomputeBoundMs(r->verifier_.needed_blocks(), d.block_tokens, layers,
-                                        r->options_.compute_ns_per_token_layer,
-                                        r->options_.min_deadline_ms);
+      r->options_.deadline_at_ms
+          ? r->options_.deadline_at_ms
+          : r->clock_ms_() + RecomputeBoundMs(r->verifier_.needed_blocks(), d.block_tokens, layers,
+                                              r->options_.compute_ns_per_token_layer,
+                                              r->options_.min_deadline_ms);
   KVCS_RETURN_IF_ERROR(r->SubscribeManifest(profile::TrackKind::kManifestCose));
   if (r->options_.mode == RetrievalMode::kLive && r->verifier_.needed_blocks() > 0) {
     // Segment 0 exists in every publication and starts at block 0: join it at once, in parallel
@@ -205,7 +207,10 @@ void Retrieval::CheckDone() {
 }
 
 void Retrieval::OnTimer() {
-  if (done_ || clock_ms_() < deadline_ms_) return;
+  if (done_) return;
+  // A session that closed without ending our requests (a killed relay) ends the retrieval now.
+  if (session_->closed()) return Finish(StreamError::kMissing);
+  if (clock_ms_() < deadline_ms_) return;
   Finish(StreamError::kDeadline);
 }
 
@@ -225,6 +230,11 @@ void Retrieval::Finish(StreamError rest) {
   done_ = true;
   for (auto& [name, r] : requests_) Cancel(*r);
   report_ = verifier_.Report(rest);
+  if (options_.mode == RetrievalMode::kCompleted) {
+    for (BlockOutcome& o : report_.outcomes) {
+      if (o.source == BlockSource::kMoqt) o.source = BlockSource::kMoqtFetch;
+    }
+  }
   report_.deadline_ms = deadline_ms_;
   report_.timed_out = rest == StreamError::kDeadline;
   if (on_done_) on_done_(report_);

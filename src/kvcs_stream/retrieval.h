@@ -14,7 +14,9 @@
 // It ends when every needed layer was delivered; or when every data request ended and the
 // manifest marks the needed segments complete (what never came is kMissing); or when the
 // publication is refused; or at the deadline, the time recomputing would take (kDeadline).
-// Then it cancels what is still open and calls the done callback once.
+// Then it cancels what is still open and calls the done callback once. What it verified is
+// reported as BlockSource::kMoqt (live) or kMoqtFetch (completed). Recovery from other sources
+// builds on it: recovery.h.
 //
 // Protocol logic only: no sockets; time from `clock_ms`, and the owner calls OnTimer() (an
 // endpoint's timer, or a test). THREADING: the session's thread. LIFETIME: the MoqtSession
@@ -49,6 +51,9 @@ struct RetrievalOptions {
   // what recomputing the needed blocks and layers would take (never below min_deadline_ms).
   uint64_t compute_ns_per_token_layer = 0;
   uint64_t min_deadline_ms = kDefaultMinDeadlineMs;
+  // Nonzero: the absolute deadline (clock_ms) instead of now + the recompute bound (a Recovery
+  // gives each source its share of the whole retrieval's bound).
+  uint64_t deadline_at_ms = 0;
   uint8_t subscriber_priority = 128;
 };
 
@@ -69,7 +74,7 @@ class Retrieval {
   Retrieval(const Retrieval&) = delete;
   Retrieval& operator=(const Retrieval&) = delete;
 
-  // Fires the deadline when it has passed.
+  // Fires the deadline when it has passed; ends the retrieval (kMissing) when the session closed.
   void OnTimer();
   bool done() const { return done_; }
   uint64_t deadline_ms() const { return deadline_ms_; }

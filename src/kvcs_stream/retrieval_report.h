@@ -1,13 +1,14 @@
 // RetrievalReport: the outcome of one retrieval, per (block, layer): where the verified bytes came
-// from, or that the block must be recomputed and why. Built so that later sources (another relay
-// or publication, a KVSP HTTP holder, §5.4 recovery) fit: each outcome names a source by index
-// into `sources`. Also the typed refusals (what a hostile or broken peer sent and why it was
-// not used) and counters. Value type.
+// from (the MOQT publication live or by FETCH, an alternative MOQT source, a KVSP HTTP holder:
+// recovery.h), or that the block must be recomputed and why. Each outcome names its source by
+// index into `sources`. Also the typed refusals (what a hostile or broken peer sent and why it
+// was not used) and counters. Value type.
 #ifndef KVCS_KVCS_STREAM_RETRIEVAL_REPORT_H_
 #define KVCS_KVCS_STREAM_RETRIEVAL_REPORT_H_
 
 #include <cstdint>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "common/status.h"
@@ -18,13 +19,22 @@ namespace kvcs::stream {
 
 enum class BlockSource : uint8_t {
   kPending = 0,  // not decided yet (only while a retrieval runs)
-  kMoqt,         // verified from the MOQT publication sources[source]
+  kMoqt,         // verified from the MOQT publication sources[source], live (SUBSCRIBE)
   kRecompute,    // must be recomputed: `reason` says why
+  kMoqtFetch,    // verified from the MOQT publication sources[source], by FETCH (completed)
+  kAltMoqt,      // recovered from an alternative MOQT source (another relay or publication)
+  kHttpHolder,   // recovered from a KVSP HTTP holder (kvsp.md §8)
 };
+// "moqt live", "moqt fetch", "alt moqt", "http holder", "recompute", "pending".
+std::string_view BlockSourceName(BlockSource s);
+// Whether the bytes came from anywhere (not kPending or kRecompute).
+inline bool Retrieved(BlockSource s) {
+  return s != BlockSource::kPending && s != BlockSource::kRecompute;
+}
 
 struct BlockOutcome {
   BlockSource source = BlockSource::kPending;
-  uint16_t source_index = 0;                // into RetrievalReport::sources (kMoqt)
+  uint16_t source_index = 0;                // into RetrievalReport::sources (retrieved)
   StreamError reason = StreamError::kNone;  // kRecompute
 };
 
@@ -57,8 +67,13 @@ struct RetrievalReport {
   const BlockOutcome& at(uint64_t block, uint32_t layer) const {
     return outcomes[(layer - first_layer) * blocks + block];
   }
+  // (block, layer) pairs not retrieved from any source.
   uint64_t recompute_count() const;
-  bool all_from_moqt() const { return recompute_count() == 0 && !outcomes.empty(); }
+  // (block, layer) pairs that came from `s`.
+  uint64_t count(BlockSource s) const;
+  // Every needed (block, layer) retrieved (from any source).
+  bool all_retrieved() const { return recompute_count() == 0 && !outcomes.empty(); }
+  bool all_from_moqt() const { return all_retrieved(); }
   void AddRefusal(Refusal r);
 };
 

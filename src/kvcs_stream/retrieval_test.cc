@@ -13,6 +13,7 @@
 #include "kvcs_stream/publisher.h"
 #include "kvcs_stream/stream_error.h"
 #include "kvcs_stream/test_tools/test_cache.h"
+#include "kvcs_stream/test_tools/track_copy.h"
 #include "profile/object.h"
 #include "transport/test_tools/in_memory_session.h"
 
@@ -168,6 +169,7 @@ TEST_F(RetrievalTest, CompletedLayerRangeFirstBlocks) {
   auto r = Start(std::move(o), &got);
   ASSERT_TRUE(got.report.has_value());
   EXPECT_TRUE(got.report->all_from_moqt());
+  EXPECT_EQ(got.report->count(BlockSource::kMoqtFetch), 2u * 4);  // completed: by FETCH
   EXPECT_EQ(got.report->blocks, 2u);
   EXPECT_EQ(got.report->layers, 4u);
   EXPECT_EQ(got.layers.size(), 4u);
@@ -254,24 +256,6 @@ TEST_F(RetrievalTest, UnsignedManifestRefusedWhenSignaturesRequired) {
   ExpectAllOnce(ok);
 }
 
-// Copies every track of `from` into `to`, replacing the payload of (track, location) by `bad`.
-void CopyStore(moqt::TrackStore& from, const moqt::TrackNamespace& ns, moqt::TrackStore& to,
-               const std::string& track, moqt::Location loc, const Bytes& bad) {
-  for (std::string name : {"manifest", "k.raw.s0", "v.raw.s0"}) {
-    auto src = from.FindTrack({ns, name});
-    auto dst = *to.CreateTrack({ns, name}, src->options());
-    for (auto g = src->NextGroup(std::nullopt, moqt::GroupOrder::kAscending); g;
-         g = src->NextGroup(*g, moqt::GroupOrder::kAscending)) {
-      for (const moqt::PublishedObject* o = src->NextInGroup(*g, 0); o != nullptr;
-           o = src->NextInGroup(*g, o->location.object + 1)) {
-        moqt::PublishedObject c = *o;
-        if (name == track && o->location == loc) c.payload = std::make_shared<const Bytes>(bad);
-        ASSERT_TRUE(dst->AddObject(std::move(c)).ok());
-      }
-    }
-  }
-}
-
 TEST_F(RetrievalTest, CorruptObjectFromThePeerIsReportedForRecompute) {
   Create(PubConfig());
   PublishLayers(d_.layers);
@@ -279,7 +263,10 @@ TEST_F(RetrievalTest, CorruptObjectFromThePeerIsReportedForRecompute) {
   Bytes bad = *genuine->payload;
   bad.back() ^= 1;  // Data no longer matches the Data Digest
   moqt::TrackStore hostile;
-  CopyStore(store_, pub_->track_namespace(), hostile, "v.raw.s0", {4, 1}, bad);
+  ASSERT_TRUE(test::CopyTracks(store_, pub_->track_namespace(),
+                               {"manifest", "k.raw.s0", "v.raw.s0"}, hostile,
+                               {"v.raw.s0", {4, 1}, bad})
+                  .ok());
   Serve(&hostile);
   Got got;
   auto r = Start(Options(RetrievalMode::kLive, tokens_), &got);

@@ -12,6 +12,7 @@
 
 #include "common/asio.h"
 #include "kvcs_stream/discovery.h"
+#include "kvcs_stream/encoding_choice.h"
 #include "kvcs_stream/publisher.h"
 #include "kvcs_stream/retrieval.h"
 #include "kvcs_stream/test_tools/test_cache.h"
@@ -246,13 +247,56 @@ TEST_F(KvcsStreamE2E, DiscoveryFindsTheLongestPrefixThenRetrievesIt) {
     ASSERT_TRUE(RunUntil([&] { return got.report.has_value(); }));
     EXPECT_EQ(got.mismatches, 0);
     EXPECT_EQ(got.layers.size(), size_t{d_.layers});
-    EXPECT_EQ(got.report->at(11, d_.layers - 1).source, BlockSource::kMoqt);
+    EXPECT_EQ(got.report->at(11, d_.layers - 1).source, BlockSource::kMoqtFetch);
     if (tokens.size() > tokens_.size()) {
       EXPECT_EQ(got.report->at(12, 0).reason, StreamError::kNotCovered);
     } else {
       EXPECT_TRUE(got.report->all_from_moqt());
     }
   }
+}
+
+TEST_F(KvcsStreamE2E, CodecChoiceByTheMeasuredRateAgainstTheCompute) {
+  // A publication offering the raw pair and kv.fp8-e4m3.
+  PublisherConfig c;
+  c.descriptor = d_;
+  c.scope_key = scope_;
+  c.producer_key = producer_;
+  const Encoding fp8{kvsp::Codec::kFp8E4m3, true};
+  c.encodings = {Encoding{}, fp8};
+  auto p = Publisher::Create(&store_, c, tokens_);
+  ASSERT_TRUE(p.ok()) << p.status().ToString();
+  for (uint32_t l = 0; l < d_.layers; ++l) {
+    ASSERT_TRUE((*p)->PublishLayer(l, test::LayerK(d_, l, 0, 12), test::LayerV(d_, l, 0, 12)).ok());
+  }
+  const profile::Namespace ns = (*p)->ns();
+  // The link rate, measured on layer 0 in the raw pair.
+  Got probe;
+  const uint64_t t0 = NowMs();
+  auto r0 = Start(RetrievalMode::kCompleted, &probe, tokens_, [&](RetrievalOptions& o) {
+    o.verifier.publication = ns;
+    o.verifier.last_layer = 0;
+  });
+  ASSERT_TRUE(RunUntil([&] { return probe.report.has_value(); }));
+  ASSERT_TRUE(probe.report->all_retrieved());
+  const double bytes = 12.0 * 16 * *BytesPerTokenLayer(d_, Encoding{});
+  const double rate = bytes / (std::max<uint64_t>(NowMs() - t0, 1) / 1e3);
+  const std::vector<Encoding> offered = OfferedEncodings((*p)->manifest().segments[0]);
+  ASSERT_EQ(offered.size(), 2u);
+  // A slow model (1 s per token and layer) hides any transfer: the raw pair. A fast one is
+  // limited by the link: the fewest bytes.
+  EXPECT_EQ(ChooseEncoding(d_, offered, {rate, 1'000'000'000}), Encoding{});
+  const Encoding chosen = ChooseEncoding(d_, offered, {rate, 1});
+  EXPECT_EQ(chosen, fp8);
+  Got rest;
+  auto r1 = Start(RetrievalMode::kCompleted, &rest, tokens_, [&](RetrievalOptions& o) {
+    o.verifier.publication = ns;
+    o.verifier.first_layer = 1;
+    o.verifier.encoding = chosen;
+  });
+  ASSERT_TRUE(RunUntil([&] { return rest.report.has_value(); }));
+  EXPECT_TRUE(rest.report->all_retrieved()) << rest.report->recompute_count();
+  EXPECT_EQ(rest.layers.size(), d_.layers - 1u);  // decoded to bf16 (lossy: not bit-exact)
 }
 
 }  // namespace
