@@ -32,6 +32,7 @@
 
 #include "common/status.h"
 #include "kvcs_stream/layer_verifier.h"
+#include "kvcs_stream/object_protection.h"
 #include "kvcs_stream/retrieval_report.h"
 #include "moqt_session/moqt_session.h"
 
@@ -50,6 +51,9 @@ struct RetrievalOptions {
   uint64_t compute_ns_per_token_layer = 0;
   uint64_t min_deadline_ms = kDefaultMinDeadlineMs;
   uint8_t subscriber_priority = 128;
+  // Set: objects carrying a Key ID are decrypted before verification (secure objects); one that
+  // does not open is discarded, reported (kUndecryptable, kUnknownKeyId) and so missing.
+  std::optional<ObjectDecryption> decryption;
 };
 
 // The recompute bound in milliseconds: blocks · block_tokens · layers · ns, at least floor_ms.
@@ -92,6 +96,9 @@ class Retrieval {
   void CheckDone();
   void Finish(StreamError rest);
   void Cancel(Request& r);
+  // The payload to verify (decrypted when the options ask for it); false: discarded, reported.
+  bool OpenPayload(Request& r, const moqt::ReceivedObject& o, ByteSpan* payload,
+                   secure::OpenedPayload* storage);
 
   moqt::MoqtSession* session_;
   RetrievalOptions options_;
@@ -104,6 +111,7 @@ class Retrieval {
   std::set<uint32_t> requested_segments_;
   bool done_ = false;
   RetrievalReport report_;
+  std::optional<PayloadDecryptor> decryptor_;
 };
 
 }  // namespace kvcs::stream
