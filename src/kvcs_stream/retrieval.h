@@ -80,6 +80,8 @@ class Retrieval {
   // Valid once done().
   const RetrievalReport& report() const { return report_; }
   const LayerVerifier& verifier() const { return verifier_; }
+  // Null unless the options ask for decryption.
+  const PayloadDecryptor* decryptor() const { return decryptor_ ? &*decryptor_ : nullptr; }
 
   // Internal: the visitors' entry points.
   struct Request;
