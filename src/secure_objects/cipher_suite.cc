@@ -71,8 +71,11 @@ Result<AeadKey> AeadKey::Create(CipherSuite suite, ByteSpan key) {
   return AeadKey(suite, std::move(ctx));
 }
 
-Status AeadKey::Seal(ByteSpan nonce, ByteSpan aad, ByteSpan pt, Bytes* out) {
-  if (nonce.size() != kNonceBytes || pt.size() > INT_MAX || aad.size() > INT_MAX) {
+Status AeadKey::Seal(ByteSpan nonce, ByteSpan aad, std::initializer_list<ByteSpan> pt_parts,
+                     Bytes* out) {
+  size_t total = 0;
+  for (ByteSpan p : pt_parts) total += p.size();
+  if (nonce.size() != kNonceBytes || total > INT_MAX || aad.size() > INT_MAX) {
     return CryptoFailure("Seal: nonce or length");
   }
   EVP_CIPHER_CTX* c = ctx_->enc;
@@ -85,18 +88,22 @@ Status AeadKey::Seal(ByteSpan nonce, ByteSpan aad, ByteSpan pt, Bytes* out) {
     return CryptoFailure("EVP_EncryptUpdate (aad)");
   }
   const size_t base = out->size();
-  out->resize(base + pt.size() + kTagBytes);
+  out->resize(base + total + kTagBytes);
   uint8_t* dst = out->data() + base;
-  int n = 0;
-  if (!pt.empty() && EVP_EncryptUpdate(c, dst, &n, pt.data(), static_cast<int>(pt.size())) != 1) {
-    return CryptoFailure("EVP_EncryptUpdate");
+  size_t done = 0;
+  for (ByteSpan p : pt_parts) {
+    int n = 0;
+    if (!p.empty() &&
+        EVP_EncryptUpdate(c, dst + done, &n, p.data(), static_cast<int>(p.size())) != 1) {
+      return CryptoFailure("EVP_EncryptUpdate");
+    }
+    done += static_cast<size_t>(n);
   }
   int fin = 0;
-  if (EVP_EncryptFinal_ex(c, dst + n, &fin) != 1 || static_cast<size_t>(n + fin) != pt.size()) {
+  if (EVP_EncryptFinal_ex(c, dst + done, &fin) != 1 || done + fin != total) {
     return CryptoFailure("EVP_EncryptFinal_ex");
   }
-  if (EVP_CIPHER_CTX_ctrl(c, EVP_CTRL_GCM_GET_TAG, static_cast<int>(kTagBytes), dst + pt.size()) !=
-      1) {
+  if (EVP_CIPHER_CTX_ctrl(c, EVP_CTRL_GCM_GET_TAG, static_cast<int>(kTagBytes), dst + total) != 1) {
     return CryptoFailure("EVP_CTRL_GCM_GET_TAG");
   }
   return Status::Ok();

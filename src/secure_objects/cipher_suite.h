@@ -14,6 +14,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <initializer_list>
 #include <memory>
 
 #include "common/bytes.h"
@@ -56,7 +57,11 @@ class AeadKey {
 
   CipherSuite suite() const { return suite_; }
   // Appends ct ‖ tag (pt.size() + 16 bytes) to *out. REQUIRES nonce.size() == 12.
-  Status Seal(ByteSpan nonce, ByteSpan aad, ByteSpan pt, Bytes* out);
+  Status Seal(ByteSpan nonce, ByteSpan aad, ByteSpan pt, Bytes* out) {
+    return Seal(nonce, aad, {pt}, out);
+  }
+  // The same for pt = the concatenation of `pt_parts` (no copy into one buffer first).
+  Status Seal(ByteSpan nonce, ByteSpan aad, std::initializer_list<ByteSpan> pt_parts, Bytes* out);
   // Writes the plaintext of ct ‖ tag into *out (replaced) only if the tag verifies: else
   // kAuthFailed (and *out is cleared) or kTooShort.
   Status Open(ByteSpan nonce, ByteSpan aad, ByteSpan ct_and_tag, Bytes* out);

@@ -125,10 +125,16 @@ Result<ByteSpan> DecodePlaintext(ByteSpan pt) {
 Result<Bytes> SealPayload(AeadKey& key, const Nonce& salt, const ObjectPosition& pos,
                           ByteSpan immutable, ByteSpan payload) {
   KVCS_ASSIGN_OR_RETURN(Nonce nonce, MakeNonce(salt, pos.group, pos.object));
-  KVCS_ASSIGN_OR_RETURN(Bytes pt, EncodePlaintext(payload));
+  if (payload.size() > kMaxPlaintextBytes) {
+    return SecureStatus(Code::kResourceExhausted, SecureObjectError::kTooLarge,
+                        "payload of " + std::to_string(payload.size()) + " bytes");
+  }
+  // pt = vi64(len) ‖ payload, encrypted in two parts so the payload is not copied first.
+  Bytes len;
+  moqt::AppendVarint(&len, payload.size());
   Bytes out;
-  out.reserve(pt.size() + kTagBytes);
-  KVCS_RETURN_IF_ERROR(key.Seal(nonce, BuildAad(pos, immutable), pt, &out));
+  out.reserve(len.size() + payload.size() + kTagBytes);
+  KVCS_RETURN_IF_ERROR(key.Seal(nonce, BuildAad(pos, immutable), {len, payload}, &out));
   return out;
 }
 

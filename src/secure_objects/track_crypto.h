@@ -10,6 +10,7 @@
 #include <cstdint>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 
 #include "common/bytes.h"
@@ -37,6 +38,14 @@ class TrackKeyCache {
  private:
   // Key: serialized FTN ‖ u16 suite ‖ u64 Key ID.
   std::map<std::string, std::unique_ptr<Entry>> entries_;
+  // The last lookup: consecutive objects of one track skip the serialization and the map.
+  struct Last {
+    moqt::FullTrackName track;
+    CipherSuite suite;
+    uint64_t key_id;
+    Entry* entry;
+  };
+  std::optional<Last> last_;
 };
 
 class ObjectSealer {
@@ -62,6 +71,7 @@ class ObjectSealer {
   ScopeKeyring keyring_;
   CipherSuite suite_;
   uint64_t key_id_;
+  moqt::Properties properties_;  // ProtectedProperties(suite_, key_id_)
   TrackKeyCache cache_;
 };
 
