@@ -572,6 +572,16 @@ def start_publish(*args):
     return p, url, seen
 
 
+def stop_publish(p):
+    """Stops a start_publish process with SIGINT, as a user would; it must exit promptly."""
+    p.send_signal(2)
+    try:
+        p.wait(timeout=20)
+    except subprocess.TimeoutExpired:
+        p.kill()
+        raise Failure("kvcs publish did not stop on SIGINT")
+
+
 def test_publish_get_round_trip_bit_exact(d):
     src = make_kv(f"{d}/c.safetensors", "--tokens", 40)  # 2 blocks of 16 + a tail of 8
     a, ameta = load_safetensors(src)
@@ -611,12 +621,7 @@ def test_publish_get_round_trip_bit_exact(d):
                 f"{d}/d.json", "--scope-key-file", f"{d}/other.key", ok=False)
         check("no publication" in e.stderr and "hint:" in e.stderr, e.stderr)
     finally:
-        p.send_signal(2)
-        try:
-            p.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            p.kill()
-            raise Failure("kvcs publish did not stop on SIGINT")
+        stop_publish(p)
     for sub in ("publish", "get"):
         h = run(sub, "--help")
         check("Example" in h.stdout, f"kvcs {sub} --help: no example")
@@ -648,12 +653,7 @@ def test_publish_get_encrypted(d):
             if name != "token_ids":
                 check(b[name][2] == a[name][2], f"{name} differs after publish --encrypt | get")
     finally:
-        p.send_signal(2)
-        try:
-            p.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            p.kill()
-            raise Failure("kvcs publish did not stop on SIGINT")
+        stop_publish(p)
 
 
 def test_moq_bad_input(d):
