@@ -3,7 +3,7 @@
 // suite, in the same run. One io_context on one thread runs server and client, so the rate is
 // what one core delivers with QUIC, TLS, MOQT, decryption and §5.4 verification together.
 //
-// Shape: 32 layers x 16 blocks x (k + v) of a Llama-3.1-8B-like block (16 tokens x 8 heads x
+// Shape: 32 layers x 16 blocks x (k + v) of a Llama-3.1-8B block (16 tokens x 8 heads x
 // 128 x bf16 = 32 KiB per section): 32 MiB of Data per retrieval (completed, FETCH). Publishing
 // (and the publisher's encryption) happens before the clock starts.
 //
@@ -23,6 +23,7 @@
 #include "kvcs_stream/retrieval.h"
 #include "moqt_endpoint/moqt_endpoint.h"
 #include "quic/tls.h"
+#include "tensorio/synthetic.h"
 
 namespace kvcs::stream {
 namespace {
@@ -46,17 +47,7 @@ struct Files {
 
 // Seconds to retrieve and verify the whole publication; `suite` nullopt: plaintext.
 double OneRetrieval(const Files& f, std::optional<secure::CipherSuite> suite, uint64_t* bytes) {
-  kvsp::Descriptor d;
-  d.model = "bench/llama-like";
-  d.model_rev = "r1";
-  d.tokenizer_rev = "t1";
-  d.attn = "gqa";
-  d.layers = 32;
-  d.kv_heads = 8;
-  d.head_dim = 128;
-  d.kv_dtype = "bf16";
-  d.block_tokens = 16;
-  d.layout = "thd";
+  const kvsp::Descriptor d = tensorio::Llama31_8BDescriptor();
   constexpr uint64_t kBlocks = 16;
   kvsp::ScopeKey scope{};
   scope[0] = 9;
