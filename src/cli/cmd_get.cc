@@ -18,6 +18,7 @@
 #include "kvcs_stream/recovery.h"
 #include "kvsp_http/http_holder_source.h"
 #include "moqt_endpoint/moqt_endpoint.h"
+#include "secure_objects/scope_keys.h"
 #include "tensorio/kv_cache.h"
 #include "tensorio/safetensors.h"
 
@@ -120,6 +121,7 @@ class Get {
                   "the prompt has no full block of " + std::to_string(d->block_tokens) + " tokens");
     }
     identity_ = *id;
+    scope_key_ = *scope_key;
     tokens_ = *tokens;
     if (a_.live && a_.completed) return Fail(kCmd, "--live and --completed exclude each other");
     if (!a_.producer_key.empty()) {
@@ -221,6 +223,8 @@ class Get {
     o.verifier.last_layer = last_layer_;
     if (a_.blocks) o.verifier.max_blocks = a_.blocks;
     o.compute_ns_per_token_layer = a_.ns_per_token_layer;
+    // Secure objects are detected: an object naming a Key ID is decrypted with the scope's keys.
+    o.decryption = stream::ObjectDecryption{secure::ScopeKeyring::FromScopeKey(scope_key_), false};
     const kvsp::Descriptor& d = identity_.descriptor;
     section_ = uint64_t{d.block_tokens} * d.kv_heads * d.head_dim *
                tensorio::DtypeSize(*tensorio::SafetensorsDtypeFor(d.kv_dtype));
@@ -263,6 +267,11 @@ class Get {
               << " blocks x " << rep.layers << " layers, " << rep.recompute_count()
               << " (block, layer) to recompute, " << rep.refusals_total << " refusal(s)"
               << std::endl;
+    if (retrieval_ && retrieval_->decryptor() &&
+        (retrieval_->decryptor()->opened() || retrieval_->decryptor()->failed())) {
+      std::cout << "secure objects: " << retrieval_->decryptor()->opened() << " decrypted, "
+                << retrieval_->decryptor()->failed() << " discarded (not authentic)" << std::endl;
+    }
     for (uint64_t b = 0; b < rep.blocks; ++b) {
       std::cout << "  block " << b << ": " << WhereFrom(rep, b) << std::endl;
     }
@@ -329,6 +338,7 @@ class Get {
   asio::steady_timer timer_;
   std::unique_ptr<moqt::MoqtClient> client_;
   stream::CacheIdentity identity_;
+  kvsp::ScopeKey scope_key_{};
   std::vector<uint32_t> tokens_;
   profile::KeySet keys_;
   std::unique_ptr<stream::Discovery> discovery_;

@@ -12,6 +12,7 @@
 #include "common/asio.h"
 #include "kvcs_stream/publisher.h"
 #include "moqt_endpoint/moqt_endpoint.h"
+#include "secure_objects/cipher_suite.h"
 #include "tensorio/kv_cache.h"
 
 namespace kvcs::cli {
@@ -25,6 +26,7 @@ struct Args {
   ScopeOptions scope;
   uint32_t manifest_every = 8;
   double linger_s = -1;
+  std::string encrypt;  // "": plaintext; else the secure-objects cipher suite
 };
 
 class Run {
@@ -72,6 +74,20 @@ class Run {
     pc.scope_key = *scope_key;
     pc.producer_key = signer;
     pc.manifest_every_layers = a_.manifest_every;
+    if (!a_.encrypt.empty()) {
+      if (a_.scope.is_public) {
+        return Fail(kCmd, "--encrypt with --public: anyone can compute the public scope's keys",
+                    "encrypt with a secret scope: --scope-key-file (kvcs keygen scope)");
+      }
+      stream::ObjectEncryption e;
+      if (a_.encrypt == "aes-256-gcm") {
+        e.suite = secure::CipherSuite::kAes256GcmSha512;
+      } else if (a_.encrypt != "aes-128-gcm") {
+        return Fail(kCmd, "--encrypt '" + a_.encrypt + "' is not a cipher suite",
+                    "--encrypt (AES-128-GCM) or --encrypt=aes-256-gcm");
+      }
+      pc.encryption = e;
+    }
     std::vector<uint32_t> tokens(cache->token_ids.begin(),
                                  cache->token_ids.begin() + blocks_ * d.block_tokens);
     auto pub = stream::Publisher::Create(&store_, pc, tokens);
@@ -85,7 +101,11 @@ class Run {
               << (cache->tail_tokens() ? " (tail of " + std::to_string(cache->tail_tokens()) +
                                              " tokens not published)"
                                        : "")
-              << (signer ? ", manifest.cose signed" : ", unsigned manifest") << std::endl;
+              << (signer ? ", manifest.cose signed" : ", unsigned manifest")
+              << (pc.encryption ? ", every object encrypted (" + a_.encrypt + ", Key ID " +
+                                      std::to_string(*pub_->key_id()) + ")"
+                                : "")
+              << std::endl;
     signals_.async_wait([this](const boost::system::error_code& ec, int) {
       if (!ec) Stop("interrupted");
     });
@@ -208,6 +228,9 @@ RunFn Setup(CLI::App& app) {
   cmd->add_option("--manifest-every", a->manifest_every,
                   "publish a manifest version after every N layers (1..8)")
       ->capture_default_str();
+  cmd->add_flag("--encrypt{aes-128-gcm}", a->encrypt,
+                "secure objects: encrypt every object and manifest version with keys derived from "
+                "the scope key (relays carry ciphertext); --encrypt=aes-256-gcm for AES-256");
   cmd->add_option("--linger", a->linger_s,
                   "exit this many seconds after the last layer (default: until interrupted)");
   cmd->add_option("--cert", a->cert, "server certificate (PEM); default: a dev certificate");

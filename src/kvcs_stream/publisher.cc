@@ -46,6 +46,16 @@ Result<std::unique_ptr<Publisher>> Publisher::Create(moqt::TrackStore* store,
     return Bad(StreamError::kBadArgument, "manifest_every_layers must be 1..8");
   }
   std::unique_ptr<Publisher> p(new Publisher(store, std::move(config)));
+  if (p->config_.encryption) {
+    ObjectEncryption& e = *p->config_.encryption;
+    if (e.keyring.size() == 0) e.keyring = secure::ScopeKeyring::FromScopeKey(p->config_.scope_key);
+    const uint64_t id = e.key_id.value_or(e.keyring.newest());
+    if (e.keyring.Find(id) == nullptr) {
+      return Bad(StreamError::kBadArgument,
+                 "encryption Key ID " + std::to_string(id) + " is not in the keyring");
+    }
+    p->sealer_.emplace(e.keyring, e.suite, id);
+  }
   const kvsp::Descriptor& d = p->config_.descriptor;
   if (tokens.empty() || tokens.size() % d.block_tokens != 0) {
     return Bad(StreamError::kBadArgument, "segment 0 needs a positive multiple of " +
@@ -168,6 +178,7 @@ Status Publisher::PublishBlock(uint32_t layer, uint64_t block, ByteSpan raw_k, B
     moqt::PublishedObject o;
     o.location = {layer, block};
     o.publisher_priority = *prio;
+    KVCS_RETURN_IF_ERROR(Protect(*st.tracks[i], {layer, block, *prio}, &payload, &o.properties));
     o.payload = std::make_shared<const Bytes>(std::move(payload));
     KVCS_RETURN_IF_ERROR(st.tracks[i]->AddObject(std::move(o)));
   }
@@ -235,12 +246,36 @@ Status Publisher::PublishManifest() {
     KVCS_ASSIGN_OR_RETURN(std::string json, profile::ManifestToJson(manifest_));
     payload.assign(json.begin(), json.end());
   }
+  moqt::Properties properties;
+  KVCS_RETURN_IF_ERROR(Protect(*manifest_track_,
+                               {manifest_group_, 0, manifest_track_->options().publisher_priority},
+                               &payload, &properties));
   KVCS_RETURN_IF_ERROR(manifest_track_->StartGroup(manifest_group_));
-  auto loc = manifest_track_->AppendObject(std::move(payload));
+  auto loc = manifest_track_->AppendObject(std::move(payload), std::move(properties));
   if (!loc.ok()) return loc.status();
   KVCS_RETURN_IF_ERROR(manifest_track_->EndGroup());
   ++manifest_group_;
   layers_since_manifest_ = 0;
+  return Status::Ok();
+}
+
+Status Publisher::Protect(const moqt::Track& track, const secure::ObjectPosition& pos,
+                          Bytes* payload, moqt::Properties* properties) {
+  if (!sealer_) return Status::Ok();
+  KVCS_ASSIGN_OR_RETURN(secure::ObjectSealer::Sealed s, sealer_->Seal(track.name(), pos, *payload));
+  *payload = std::move(s.payload);
+  *properties = std::move(s.properties);
+  return Status::Ok();
+}
+
+Status Publisher::RotateKey(uint64_t key_id, ByteSpan secret) {
+  if (!sealer_) return Bad(StreamError::kBadArgument, "the publication is not encrypted");
+  if (!secret.empty()) {
+    Status s = sealer_->AddKey(key_id, secret);
+    if (!s.ok()) return Bad(StreamError::kBadArgument, s.message());
+  }
+  Status s = sealer_->SetKeyId(key_id);
+  if (!s.ok()) return Bad(StreamError::kBadArgument, s.message());
   return Status::Ok();
 }
 

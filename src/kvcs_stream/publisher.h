@@ -30,6 +30,7 @@
 #include "common/status.h"
 #include "kvcs_stream/cache_identity.h"
 #include "kvcs_stream/encoding.h"
+#include "kvcs_stream/object_protection.h"
 #include "kvsp/block_keys.h"
 #include "kvsp/descriptor.h"
 #include "kvsp/ids.h"
@@ -55,6 +56,9 @@ struct PublisherConfig {
   uint32_t manifest_every_layers = kMaxManifestInterval;  // 1..8
   std::optional<profile::PubId> pub_id;                   // default: profile::NewPubId()
   uint64_t max_track_bytes = moqt::kDefaultMaxBytesPerTrack;
+  // Set: every data object and every manifest version is a secure object (a signed manifest is
+  // signed, then encrypted). docs/protocols/secure-objects.md.
+  std::optional<ObjectEncryption> encryption;
 };
 
 class Publisher {
@@ -86,6 +90,13 @@ class Publisher {
   // block_tokens). REQUIRES the current segment complete. Publishes a manifest version.
   Status AddSegment(std::span<const uint32_t> tokens);
 
+  // Encryption only: seals the objects published from now on under `key_id` (scope key rotation;
+  // consumers need that epoch's secret). `secret` empty: a Key ID the keyring already holds.
+  Status RotateKey(uint64_t key_id, ByteSpan secret = {});
+  std::optional<uint64_t> key_id() const {
+    return sealer_ ? std::optional<uint64_t>(sealer_->key_id()) : std::nullopt;
+  }
+
  private:
   struct SegmentTracks {
     std::vector<profile::TrackName> names;  // per encoding, its 1 or 2 tracks (flattened)
@@ -96,6 +107,9 @@ class Publisher {
   Status StartSegment(std::span<const uint32_t> tokens);
   Status EndLayer();
   Status PublishManifest();
+  // The payload and properties of a Normal object at `pos` of `track` (sealed when encrypting).
+  Status Protect(const moqt::Track& track, const secure::ObjectPosition& pos, Bytes* payload,
+                 moqt::Properties* properties);
 
   moqt::TrackStore* store_;
   PublisherConfig config_;
@@ -111,6 +125,7 @@ class Publisher {
   std::vector<std::vector<Digest>> layer_digests_;
   uint32_t layers_since_manifest_ = 0;
   uint64_t manifest_group_ = 0;  // the next manifest version's Group ID
+  std::optional<secure::ObjectSealer> sealer_;
 };
 
 }  // namespace kvcs::stream

@@ -51,7 +51,11 @@ Retrieval::Retrieval(moqt::MoqtSession* session, RetrievalOptions options, Layer
       ns_(ToMoqtNamespace(options_.verifier.publication)),
       verifier_(options_.verifier, std::move(on_layer)),
       on_done_(std::move(on_done)),
-      clock_ms_(std::move(clock_ms)) {}
+      clock_ms_(std::move(clock_ms)) {
+  if (options_.decryption) {
+    decryptor_.emplace(*options_.decryption);
+  }
+}
 
 Retrieval::~Retrieval() {
   for (auto& [name, r] : requests_) {
@@ -146,7 +150,10 @@ void Retrieval::RequestNeededSegments() {
 void Retrieval::OnManifestObject(Request& r, const moqt::ReceivedObject& o) {
   if (o.status != moqt::ObjectStatus::kNormal) return;
   r.got_object = true;
-  Status s = verifier_.OnManifest(r.kind, o.payload, o.location.group);
+  ByteSpan payload;
+  secure::OpenedPayload plain;
+  if (!OpenPayload(r, o, &payload, &plain)) return CheckDone();
+  Status s = verifier_.OnManifest(r.kind, payload, o.location.group);
   if (s.ok()) RequestNeededSegments();
   CheckDone();
 }
@@ -154,8 +161,26 @@ void Retrieval::OnManifestObject(Request& r, const moqt::ReceivedObject& o) {
 void Retrieval::OnDataObject(Request& r, const moqt::ReceivedObject& o) {
   if (o.status != moqt::ObjectStatus::kNormal) return;
   r.got_object = true;
-  (void)verifier_.OnObject(r.name, o.location, o.payload);  // refusals go into the report
+  ByteSpan payload;
+  secure::OpenedPayload plain;
+  if (!OpenPayload(r, o, &payload, &plain)) return CheckDone();
+  (void)verifier_.OnObject(r.name, o.location, payload);  // refusals go into the report
   CheckDone();
+}
+
+bool Retrieval::OpenPayload(Request& r, const moqt::ReceivedObject& o, ByteSpan* payload,
+                            secure::OpenedPayload* storage) {
+  if (!decryptor_) {
+    *payload = o.payload;
+    return true;
+  }
+  auto p = decryptor_->Open(r.name, o, storage);
+  if (p.ok()) {
+    *payload = *p;
+    return true;
+  }
+  verifier_.mutable_report().AddRefusal({r.name.name, o.location, p.status()});
+  return false;
 }
 
 void Retrieval::OnRequestEnded(Request& r, const std::optional<moqt::RequestError>& error) {

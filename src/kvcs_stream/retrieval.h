@@ -34,6 +34,7 @@
 
 #include "common/status.h"
 #include "kvcs_stream/layer_verifier.h"
+#include "kvcs_stream/object_protection.h"
 #include "kvcs_stream/retrieval_report.h"
 #include "moqt_session/moqt_session.h"
 
@@ -55,6 +56,9 @@ struct RetrievalOptions {
   // gives each source its share of the whole retrieval's bound).
   uint64_t deadline_at_ms = 0;
   uint8_t subscriber_priority = 128;
+  // Set: objects carrying a Key ID are decrypted before verification (secure objects); one that
+  // does not open is discarded, reported (kUndecryptable, kUnknownKeyId) and so missing.
+  std::optional<ObjectDecryption> decryption;
 };
 
 // The recompute bound in milliseconds: blocks · block_tokens · layers · ns, at least floor_ms.
@@ -81,6 +85,8 @@ class Retrieval {
   // Valid once done().
   const RetrievalReport& report() const { return report_; }
   const LayerVerifier& verifier() const { return verifier_; }
+  // Null unless the options ask for decryption.
+  const PayloadDecryptor* decryptor() const { return decryptor_ ? &*decryptor_ : nullptr; }
 
   // Internal: the visitors' entry points.
   struct Request;
@@ -97,6 +103,9 @@ class Retrieval {
   void CheckDone();
   void Finish(StreamError rest);
   void Cancel(Request& r);
+  // The payload to verify (decrypted when the options ask for it); false: discarded, reported.
+  bool OpenPayload(Request& r, const moqt::ReceivedObject& o, ByteSpan* payload,
+                   secure::OpenedPayload* storage);
 
   moqt::MoqtSession* session_;
   RetrievalOptions options_;
@@ -109,6 +118,7 @@ class Retrieval {
   std::set<uint32_t> requested_segments_;
   bool done_ = false;
   RetrievalReport report_;
+  std::optional<PayloadDecryptor> decryptor_;
 };
 
 }  // namespace kvcs::stream

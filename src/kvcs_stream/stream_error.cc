@@ -52,6 +52,12 @@ std::string_view StreamErrorName(StreamError e) {
       return "deadline";
     case StreamError::kNotCovered:
       return "not covered";
+    case StreamError::kUndecryptable:
+      return "undecryptable";
+    case StreamError::kUnknownKeyId:
+      return "unknown key id";
+    case StreamError::kNotEncrypted:
+      return "not encrypted";
   }
   return "unknown";
 }

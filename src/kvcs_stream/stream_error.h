@@ -41,6 +41,10 @@ enum class StreamError {
   kMissing,          // the track ended (or the fetch finished) without the object
   kDeadline,         // not verified within the recompute bound
   kNotCovered,       // no usable segment of the publication covers the block
+  // ---- consumer: secure objects (discarded before verification, so treated as missing)
+  kUndecryptable,  // the object does not authenticate or decrypt (tampered, moved, wrong key)
+  kUnknownKeyId,   // the object names a Key ID the consumer's keyring does not hold
+  kNotEncrypted,   // a plaintext object where encryption is required
 };
 std::string_view StreamErrorName(StreamError e);
 

@@ -572,6 +572,16 @@ def start_publish(*args):
     return p, url, seen
 
 
+def stop_publish(p):
+    """Stops a start_publish process with SIGINT, as a user would; it must exit promptly."""
+    p.send_signal(2)
+    try:
+        p.wait(timeout=20)
+    except subprocess.TimeoutExpired:
+        p.kill()
+        raise Failure("kvcs publish did not stop on SIGINT")
+
+
 def test_publish_get_round_trip_bit_exact(d):
     src = make_kv(f"{d}/c.safetensors", "--tokens", 40)  # 2 blocks of 16 + a tail of 8
     a, ameta = load_safetensors(src)
@@ -611,15 +621,39 @@ def test_publish_get_round_trip_bit_exact(d):
                 f"{d}/d.json", "--scope-key-file", f"{d}/other.key", ok=False)
         check("no publication" in e.stderr and "hint:" in e.stderr, e.stderr)
     finally:
-        p.send_signal(2)
-        try:
-            p.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            p.kill()
-            raise Failure("kvcs publish did not stop on SIGINT")
+        stop_publish(p)
     for sub in ("publish", "get"):
         h = run(sub, "--help")
         check("Example" in h.stdout, f"kvcs {sub} --help: no example")
+
+
+def test_publish_get_encrypted(d):
+    """kvcs publish --encrypt=aes-256-gcm | kvcs get: detected, decrypted, bit-exact."""
+    src = make_kv(f"{d}/c.safetensors", "--tokens", 32)
+    a, ameta = load_safetensors(src)
+    write(f"{d}/prompt.txt", " ".join(map(str, token_list(a["token_ids"]))))
+    write(f"{d}/d.json", ameta["kvsp.descriptor"])
+    run("keygen", "scope", "--out", f"{d}/s.key")
+    e = run("publish", src, "--public", "--encrypt", ok=False)
+    check("--encrypt with --public" in e.stderr and "hint:" in e.stderr, e.stderr)
+    e = run("publish", src, "--scope-key-file", f"{d}/s.key", "--encrypt=rot13", ok=False)
+    check("not a cipher suite" in e.stderr, e.stderr)
+    p, url, seen = start_publish(src, "--scope-key-file", f"{d}/s.key", "--encrypt=aes-256-gcm",
+                                 "--linger", 60)
+    try:
+        out = "".join(seen)
+        check("every object encrypted (aes-256-gcm, Key ID 0)" in out, out)
+        g = run("get", url, "--insecure", "--tokens", f"{d}/prompt.txt", "--descriptor",
+                f"{d}/d.json", "--scope-key-file", f"{d}/s.key", "--completed", "--out",
+                f"{d}/got.safetensors")
+        check("block 0: moqt" in g.stdout and "block 1: moqt" in g.stdout, g.stdout)
+        check("secure objects: " in g.stdout and " 0 discarded" in g.stdout, g.stdout)
+        b, _ = load_safetensors(f"{d}/got.safetensors")
+        for name in a:
+            if name != "token_ids":
+                check(b[name][2] == a[name][2], f"{name} differs after publish --encrypt | get")
+    finally:
+        stop_publish(p)
 
 
 def test_moq_bad_input(d):

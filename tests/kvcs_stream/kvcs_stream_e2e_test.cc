@@ -6,6 +6,7 @@
 // thread, so production interleaves with delivery at known points; every wait is bounded.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -18,6 +19,8 @@
 #include "kvcs_stream/test_tools/test_cache.h"
 #include "moqt_endpoint/moqt_endpoint.h"
 #include "quic/tls.h"
+#include "secure_objects/secure_object.h"
+#include "secure_objects/track_crypto.h"
 
 namespace kvcs::stream {
 namespace {
@@ -61,21 +64,29 @@ class KvcsStreamE2E : public ::testing::Test {
     c.descriptor = d_;
     c.scope_key = scope_;
     c.producer_key = producer_;
+    Configure(c);
     auto p = Publisher::Create(&store_, c, tokens_);
     ASSERT_TRUE(p.ok()) << p.status().ToString();
     pub_ = std::move(*p);
+    server_ = Serve(&store_);
+    ASSERT_NE(server_, nullptr);
+  }
+  // A MoqtServer on 127.0.0.1 (any port) serving `store`.
+  std::unique_ptr<moqt::MoqtServer> Serve(moqt::TrackStore* store) {
     moqt::MoqtServerConfig sc;
     sc.quic.host = "127.0.0.1";
     sc.quic.cert_file = cert_;
     sc.quic.key_file = key_;
-    auto s = moqt::MoqtServer::Create(io_, sc, &store_);
-    ASSERT_TRUE(s.ok()) << s.status().ToString();
-    server_ = std::move(*s);
+    auto s = moqt::MoqtServer::Create(io_, sc, store);
+    EXPECT_TRUE(s.ok()) << s.status().ToString();
+    return s.ok() ? std::move(*s) : nullptr;
   }
   void TearDown() override {
     clients_.clear();
     server_.reset();
   }
+  // Subclasses adjust the publisher (encryption).
+  virtual void Configure(PublisherConfig&) {}
   bool RunUntil(const std::function<bool()>& pred) {
     auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
     while (!pred()) {
@@ -89,10 +100,11 @@ class KvcsStreamE2E : public ::testing::Test {
     io_.poll();
     if (io_.stopped()) io_.restart();
   }
-  moqt::MoqtClient* Connect() {
+  // `port` 0: the publisher's server.
+  moqt::MoqtClient* Connect(uint16_t port = 0) {
     moqt::MoqtClientConfig c;
     c.quic.host = "127.0.0.1";
-    c.quic.port = server_->port();
+    c.quic.port = port != 0 ? port : server_->port();
     c.quic.server_name = "localhost";
     c.quic.ca_file = cert_;
     c.session.path = "/kvcs";
@@ -105,7 +117,8 @@ class KvcsStreamE2E : public ::testing::Test {
     return raw;
   }
   std::unique_ptr<Retrieval> Start(RetrievalMode mode, Got* got, std::span<const uint32_t> tokens,
-                                   std::function<void(RetrievalOptions&)> tweak = {}) {
+                                   std::function<void(RetrievalOptions&)> tweak = {},
+                                   uint16_t port = 0) {
     RetrievalOptions o;
     o.mode = mode;
     o.verifier.identity = *CacheIdentity::Compute(d_, scope_, tokens);
@@ -113,7 +126,7 @@ class KvcsStreamE2E : public ::testing::Test {
     o.verifier.keys = &keys_;
     o.compute_ns_per_token_layer = 20'000'000;  // a generous bound for a loaded machine
     if (tweak) tweak(o);
-    moqt::MoqtClient* c = Connect();
+    moqt::MoqtClient* c = Connect(port);
     const kvsp::Descriptor d = d_;
     auto r = Retrieval::Start(
         &c->session(), o,
@@ -298,6 +311,235 @@ TEST_F(KvcsStreamE2E, CodecChoiceByTheMeasuredRateAgainstTheCompute) {
   EXPECT_TRUE(rest.report->all_retrieved()) << rest.report->recompute_count();
   EXPECT_EQ(rest.layers.size(), d_.layers - 1u);  // decoded to bf16 (lossy: not bit-exact)
 }
+
+// ---------------------------------------------------------------- secure objects (issue 17)
+
+// The publisher encrypts every object (suite = the parameter); consumers decrypt with keyrings
+// derived from the scope key. A "tampering relay" is a second TrackStore holding an altered copy
+// of the publication, served by its own MoqtServer.
+class KvcsSecureE2E : public KvcsStreamE2E,
+                      public ::testing::WithParamInterface<secure::CipherSuite> {
+ protected:
+  moqt::TrackStore relay_store_;
+  std::unique_ptr<moqt::MoqtServer> relay_server_;
+
+  void Configure(PublisherConfig& c) override {
+    ObjectEncryption e;
+    e.suite = GetParam();
+    c.encryption = e;
+  }
+  void TearDown() override {
+    relay_server_.reset();
+    KvcsStreamE2E::TearDown();
+  }
+  static std::function<void(RetrievalOptions&)> Keys(secure::ScopeKeyring k,
+                                                     uint64_t deadline_ms = 0) {
+    return [k, deadline_ms](RetrievalOptions& o) {
+      o.decryption = ObjectDecryption{k, false};
+      if (deadline_ms) {  // nothing verifies: the retrieval ends at this deadline
+        o.compute_ns_per_token_layer = 0;
+        o.min_deadline_ms = deadline_ms;
+      }
+    };
+  }
+  secure::ScopeKeyring ScopeKeys() const { return secure::ScopeKeyring::FromScopeKey(scope_); }
+  std::vector<std::string> TrackNames() const { return {"manifest.cose", "k.raw.s0", "v.raw.s0"}; }
+  template <typename F>
+  static void ForEachObject(const moqt::Track& t, F f) {
+    for (auto g = t.NextGroup(std::nullopt, moqt::GroupOrder::kAscending); g;
+         g = t.NextGroup(g, moqt::GroupOrder::kAscending)) {
+      for (const moqt::PublishedObject* o = t.NextInGroup(*g, 0); o != nullptr;
+           o = t.NextInGroup(*g, o->location.object + 1)) {
+        f(*o);
+      }
+    }
+  }
+  std::shared_ptr<moqt::Track> PubTrack(const std::string& name) {
+    return store_.FindTrack({pub_->track_namespace(), name});
+  }
+  // Copies the publication into the relay store through `tamper` and serves it; returns its port.
+  uint16_t ServeTampered(
+      const std::function<void(const std::string&, moqt::PublishedObject&)>& tamper) {
+    for (const std::string& name : TrackNames()) {
+      auto src = PubTrack(name);
+      EXPECT_NE(src, nullptr) << name;
+      auto dst = relay_store_.CreateTrack(src->name(), src->options());
+      EXPECT_TRUE(dst.ok());
+      ForEachObject(*src, [&](const moqt::PublishedObject& o) {
+        moqt::PublishedObject copy = o;
+        if (o.status == moqt::ObjectStatus::kNormal) tamper(name, copy);
+        EXPECT_TRUE((*dst)->AddObject(std::move(copy)).ok());
+      });
+    }
+    relay_server_ = Serve(&relay_store_);
+    return relay_server_ ? relay_server_->port() : 0;
+  }
+  static bool Refused(const RetrievalReport& r, StreamError e, const std::string& track,
+                      moqt::Location loc) {
+    for (const Refusal& f : r.refusals) {
+      if (f.status.Is(e) && f.track == track && f.location == loc) return true;
+    }
+    return false;
+  }
+};
+
+TEST_P(KvcsSecureE2E, RoundTripLiveAndCompleted) {
+  Got live, completed;
+  auto r1 = Start(RetrievalMode::kLive, &live, tokens_, Keys(ScopeKeys()));
+  Produce(d_.layers);
+  auto r2 = Start(RetrievalMode::kCompleted, &completed, tokens_, Keys(ScopeKeys()));
+  ASSERT_TRUE(RunUntil([&] { return live.report && completed.report; }));
+  ExpectAllOnce(live, d_.layers);
+  ExpectAllOnce(completed, d_.layers);
+  EXPECT_EQ(live.report->refusals_total, 0u);
+}
+
+TEST_P(KvcsSecureE2E, StoredPayloadsHoldNoPlaintext) {
+  Produce(d_.layers);
+  size_t objects = 0, chunks = 0;
+  for (const std::string& name : TrackNames()) {
+    ForEachObject(*PubTrack(name), [&](const moqt::PublishedObject& o) {
+      if (o.status != moqt::ObjectStatus::kNormal) return;
+      ++objects;
+      ASSERT_EQ(o.properties.size(), 1u);  // the Immutable Properties with the Key ID
+      const Bytes& ct = *o.payload;
+      auto has = [&](ByteSpan needle) {
+        return std::search(ct.begin(), ct.end(), needle.begin(), needle.end()) != ct.end();
+      };
+      EXPECT_FALSE(has(AsBytes(std::string_view("KVO1"))));
+      if (name.starts_with("manifest")) {
+        for (std::string_view s : {"\"compat\"", "\"segments\"", "\"kvcs\""}) {
+          EXPECT_FALSE(has(AsBytes(s))) << s;
+        }
+        return;
+      }
+      // Every 16-byte chunk of the object's plaintext KV Data is absent from its ciphertext.
+      const Bytes data = name[0] == 'k' ? test::LayerK(d_, o.location.group, o.location.object, 1)
+                                        : test::LayerV(d_, o.location.group, o.location.object, 1);
+      for (size_t off = 0; off + 16 <= data.size(); off += 16, ++chunks) {
+        ASSERT_FALSE(has(ByteSpan(data).subspan(off, 16))) << name << " " << off;
+      }
+    });
+  }
+  EXPECT_EQ(objects, 2u * d_.layers * 12 + pub_->manifest_versions());
+  EXPECT_GT(chunks, 1000u);
+  // The search itself finds plaintext: the decrypted object holds its Data.
+  secure::ObjectOpener opener(ScopeKeys());
+  const moqt::PublishedObject* o = PubTrack("k.raw.s0")->Find({3, 1});
+  ASSERT_NE(o, nullptr);
+  auto pt = opener.Open(PubTrack("k.raw.s0")->name(), {3, 1, o->publisher_priority}, &o->properties,
+                        *o->payload);
+  ASSERT_TRUE(pt.ok()) << pt.status().ToString();
+  const Bytes data = test::LayerK(d_, 3, 1, 1);
+  EXPECT_NE(std::search(pt->payload().begin(), pt->payload().end(), data.begin(), data.end()),
+            pt->payload().end());
+}
+
+TEST_P(KvcsSecureE2E, AnotherScopeCannotDecrypt) {
+  Produce(d_.layers);
+  secure::ScopeKeyring other;
+  ASSERT_TRUE(other.Add(0, Bytes(32, 0xEE)).ok());
+  Got got;
+  auto r = Start(RetrievalMode::kLive, &got, tokens_, Keys(other, 2500));
+  ASSERT_TRUE(RunUntil([&] {
+    r->OnTimer();
+    return got.report.has_value();
+  }));
+  EXPECT_TRUE(got.layers.empty());
+  EXPECT_EQ(got.report->recompute_count(), 12u * d_.layers);
+  ASSERT_FALSE(got.report->refusals.empty());
+  for (const Refusal& f : got.report->refusals) {
+    EXPECT_TRUE(f.status.Is(StreamError::kUndecryptable)) << f.status.ToString();
+  }
+  // Every data object and the manifest version, each once (only the first 64 are kept in full).
+  EXPECT_GE(got.report->refusals_total, 2u * 12 * d_.layers + 1);
+}
+
+TEST_P(KvcsSecureE2E, ATamperingRelayIsCaughtEveryTimeAndAnotherSourceRecovers) {
+  Produce(d_.layers);
+  auto k = PubTrack("k.raw.s0");
+  auto v = PubTrack("v.raw.s0");
+  const uint16_t port = ServeTampered([&](const std::string& name, moqt::PublishedObject& o) {
+    if (name != "k.raw.s0") return;
+    const moqt::Location l = o.location;
+    if (l == moqt::Location{1, 2}) {  // a flipped bit
+      Bytes b = *o.payload;
+      b[b.size() / 2] ^= 0x10;
+      o.payload = std::make_shared<const Bytes>(std::move(b));
+    } else if (l == moqt::Location{2, 0} || l == moqt::Location{3, 0}) {  // swapped groups
+      const moqt::PublishedObject* other = k->Find({l.group == 2 ? 3u : 2u, 0});
+      o.payload = other->payload;
+      o.properties = other->properties;
+    } else if (l == moqt::Location{5, 1}) {  // replayed from another track
+      const moqt::PublishedObject* other = v->Find(l);
+      o.payload = other->payload;
+      o.properties = other->properties;
+    }
+  });
+  Got got;
+  auto r = Start(RetrievalMode::kCompleted, &got, tokens_, Keys(ScopeKeys()), port);
+  ASSERT_TRUE(RunUntil([&] { return got.report.has_value(); }));
+  EXPECT_EQ(got.mismatches, 0);
+  EXPECT_EQ(got.layers.size(), size_t{d_.layers} - 4);  // layers 1, 2, 3, 5 incomplete
+  for (moqt::Location l : {moqt::Location{1, 2}, {2, 0}, {3, 0}, {5, 1}}) {
+    EXPECT_TRUE(Refused(*got.report, StreamError::kUndecryptable, "k.raw.s0", l))
+        << l.group << "/" << l.object;
+    EXPECT_EQ(got.report->at(l.object, static_cast<uint32_t>(l.group)).source,
+              BlockSource::kRecompute);
+  }
+  EXPECT_EQ(got.report->refusals_total, 4u);
+  EXPECT_EQ(got.report->at(0, 4).source, BlockSource::kMoqt);  // an untouched layer
+  // Another source (the publisher itself) delivers everything.
+  Got again;
+  auto r2 = Start(RetrievalMode::kCompleted, &again, tokens_, Keys(ScopeKeys()));
+  ASSERT_TRUE(RunUntil([&] { return again.report.has_value(); }));
+  ExpectAllOnce(again, d_.layers);
+}
+
+TEST_P(KvcsSecureE2E, RotationMidProductionAndAnUnknownKeyId) {
+  const Bytes epoch1(32, 0x42);
+  secure::ScopeKeyring both = ScopeKeys();
+  ASSERT_TRUE(both.Add(1, epoch1).ok());
+  Got live, completed, old_only;
+  auto r1 = Start(RetrievalMode::kLive, &live, tokens_, Keys(both));
+  Produce(10);
+  ASSERT_TRUE(pub_->RotateKey(1, epoch1).ok());
+  EXPECT_EQ(pub_->key_id(), std::optional<uint64_t>(1));
+  Produce(d_.layers);
+  auto r2 = Start(RetrievalMode::kCompleted, &completed, tokens_, Keys(both));
+  ASSERT_TRUE(RunUntil([&] { return live.report && completed.report; }));
+  ExpectAllOnce(live, d_.layers);
+  ExpectAllOnce(completed, d_.layers);
+  // Layer 10 onwards and the later manifest versions use Key ID 1: a consumer without it is told.
+  EXPECT_EQ(PubTrack("k.raw.s0")->Find({10, 0})->properties,
+            secure::ProtectedProperties(GetParam(), 1));
+  EXPECT_EQ(PubTrack("k.raw.s0")->Find({9, 0})->properties,
+            secure::ProtectedProperties(GetParam(), 0));
+  auto r3 = Start(RetrievalMode::kLive, &old_only, tokens_, Keys(ScopeKeys(), 2500));
+  ASSERT_TRUE(RunUntil([&] {
+    r3->OnTimer();
+    return old_only.report.has_value();
+  }));
+  EXPECT_TRUE(old_only.layers.empty());
+  // Layers 10.. of both tracks and the newest manifest version (the first 64 kept in full).
+  EXPECT_GE(old_only.report->refusals_total, 2u * 12 * (d_.layers - 10) + 1);
+  bool named = false;
+  for (const Refusal& f : old_only.report->refusals) {
+    EXPECT_TRUE(f.status.Is(StreamError::kUnknownKeyId)) << f.status.ToString();
+    if (f.track != "manifest.cose") EXPECT_GE(f.location.group, 10u) << f.track;
+    named |= f.status.message().find("Key ID 1 is not in the keyring") != std::string::npos;
+  }
+  EXPECT_TRUE(named);
+}
+
+INSTANTIATE_TEST_SUITE_P(Suites, KvcsSecureE2E,
+                         ::testing::Values(secure::CipherSuite::kAes128GcmSha256,
+                                           secure::CipherSuite::kAes256GcmSha512),
+                         [](const auto& info) {
+                           return std::string(info.param == secure::CipherSuite::kAes128GcmSha256
+                                                  ? "Aes128Gcm"
+                                                  : "Aes256Gcm");
+                         });
 
 }  // namespace
 }  // namespace kvcs::stream
