@@ -19,9 +19,10 @@ using ojson = nlohmann::ordered_json;
 
 Status Err(IndexError e, std::string msg) { return IndexStatus(e, "index: " + std::move(msg)); }
 
-// One JSON document of at most kMaxRequestBytes, no duplicate members, at most kMaxJsonDepth deep.
-Result<json> ParseStrict(std::string_view text) {
-  auto j = ParseStrictJson(text, kMaxRequestBytes, kMaxJsonDepth);
+// One JSON document of at most `max_bytes` (requests: kMaxRequestBytes; responses:
+// kMaxResponseBytes), no duplicate members, at most kMaxJsonDepth deep.
+Result<json> ParseStrict(std::string_view text, size_t max_bytes = kMaxRequestBytes) {
+  auto j = ParseStrictJson(text, max_bytes, kMaxJsonDepth);
   if (j.ok()) return j;
   IndexError e = IndexError::kSyntax;
   if (j.status().Is(JsonError::kTooLarge)) e = IndexError::kTooLarge;
@@ -388,7 +389,7 @@ Result<AnchorsRequest> ParseAnchorsRequest(std::string_view compat_hex, std::str
 }
 
 Result<LookupResponse> ParseLookupResponse(std::string_view text) {
-  KVCS_ASSIGN_OR_RETURN(json j, ParseStrict(text));
+  KVCS_ASSIGN_OR_RETURN(json j, ParseStrict(text, kMaxResponseBytes));
   KVCS_RETURN_IF_ERROR(CheckObject(j, "lookup response", {"matched", "entries"}));
   LookupResponse r;
   KVCS_ASSIGN_OR_RETURN(uint64_t matched, GetUint(j, "matched", 0, kMaxKeysPerRequest));
@@ -409,7 +410,7 @@ Result<LookupResponse> ParseLookupResponse(std::string_view text) {
 }
 
 Result<AnchorsResponse> ParseAnchorsResponse(std::string_view text) {
-  KVCS_ASSIGN_OR_RETURN(json j, ParseStrict(text));
+  KVCS_ASSIGN_OR_RETURN(json j, ParseStrict(text, kMaxResponseBytes));
   KVCS_RETURN_IF_ERROR(CheckObject(j, "anchors response", {"replicas"}));
   AnchorsResponse r;
   KVCS_ASSIGN_OR_RETURN(r.replicas, GetReplicas(j, kMaxReplicasPerKey));
@@ -417,7 +418,7 @@ Result<AnchorsResponse> ParseAnchorsResponse(std::string_view text) {
 }
 
 Result<ErrorBody> ParseErrorBody(std::string_view text) {
-  KVCS_ASSIGN_OR_RETURN(json j, ParseStrict(text));
+  KVCS_ASSIGN_OR_RETURN(json j, ParseStrict(text, kMaxResponseBytes));
   KVCS_RETURN_IF_ERROR(CheckObject(j, "error body", {"error", "message"}));
   ErrorBody e;
   KVCS_ASSIGN_OR_RETURN(e.error, GetString(j, "error"));
