@@ -32,6 +32,7 @@
 #include "index/index_client.h"
 #include "index/index_service.h"
 #include "index/redis_store.h"
+#include "index/test_tools/live_index.h"
 #include "index/test_tools/redis_server.h"
 
 namespace kvcs::index {
@@ -92,39 +93,6 @@ Digest RandomDigest(std::mt19937_64& rng) {
   std::fprintf(stderr, "index_bench: %s\n", what.c_str());
   std::exit(1);
 }
-
-// An index service over HTTP on 127.0.0.1 in this process.
-class LiveService {
- public:
-  explicit LiveService(RecordStore& store) {
-    IndexServiceOptions o;
-    o.open = true;
-    service_ = std::make_unique<IndexService>(store, std::move(o));
-    http::ServerOptions ho;
-    ho.listen_host = "127.0.0.1";
-    ho.port = 0;
-    ho.io_threads = 1;
-    IndexService::ConfigureLimits(&ho.limits);
-    server_ = std::make_unique<http::Server>(ho);
-    service_->Mount(*server_);
-    if (!server_->Start().ok()) Die("the index service did not start");
-    thread_ = std::thread([this] { server_->Run(false); });
-    auto c = IndexClient::Create({"http://127.0.0.1:" + std::to_string(server_->port())});
-    if (!c.ok()) Die(c.status().message());
-    client_.emplace(std::move(*c));
-  }
-  ~LiveService() {
-    server_->Stop();
-    thread_.join();
-  }
-  const IndexClient& client() const { return *client_; }
-
- private:
-  std::unique_ptr<IndexService> service_;
-  std::unique_ptr<http::Server> server_;
-  std::thread thread_;
-  std::optional<IndexClient> client_;
-};
 
 void Print(const char* name, size_t n, const Figures& f, const Figures& base) {
   std::printf(
@@ -188,8 +156,9 @@ int Main(int argc, char** argv) {
     freeReplyObject(r);
   }
 
-  LiveService http_embedded(**estore);
-  LiveService http_redis(**rstore);
+  testing::LiveIndex live_embedded(**estore), live_redis(**rstore);
+  if (!live_embedded.ok() || !live_redis.ok()) Die("the index service did not start");
+  IndexClient http_embedded = live_embedded.Client(), http_redis = live_redis.Client();
   std::printf("index_bench: lookup of N keys, every key held by 2 replicas; redis-server %s\n",
               "on a unix socket");
   for (size_t n : {size_t{256}, size_t{4096}}) {
@@ -217,9 +186,9 @@ int Main(int argc, char** argv) {
     Figures red = Measure(
         iters, [&] { check((*rstore)->Lookup(q, now)); }, info);
     Figures he = Measure(
-        iters, [&] { check(http_embedded.client().Lookup(q)); }, nullptr);
+        iters, [&] { check(http_embedded.Lookup(q)); }, nullptr);
     Figures hr = Measure(
-        iters, [&] { check(http_redis.client().Lookup(q)); }, info);
+        iters, [&] { check(http_redis.Lookup(q)); }, info);
     Print("raw redis GET", n, base, base);
     Print("embedded store", n, emb, base);
     Print("redis store", n, red, base);

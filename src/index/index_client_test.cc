@@ -13,6 +13,7 @@
 #include "index/lease_keeper.h"
 #include "index/lease_renewer.h"
 #include "index/registration_queue.h"
+#include "index/test_tools/live_index.h"
 
 namespace kvcs::index {
 namespace {
@@ -33,39 +34,23 @@ std::vector<Digest> Keys(size_t n, uint8_t salt) {
   return k;
 }
 
+// An in-process index with an in-memory store and a clock the test moves.
 class LiveIndex {
  public:
-  LiveIndex() {
-    store_ = std::move(*EmbeddedRecordStore::Open("", now_ms()));
-    IndexServiceOptions o;
-    o.open = true;
-    o.now_ms = [this] { return now_ms(); };
-    service_ = std::make_unique<IndexService>(*store_, std::move(o));
-    http::ServerOptions ho;
-    ho.listen_host = "127.0.0.1";
-    ho.port = 0;
-    ho.io_threads = 1;
-    IndexService::ConfigureLimits(&ho.limits);
-    server_ = std::make_unique<http::Server>(ho);
-    service_->Mount(*server_);
-    EXPECT_TRUE(server_->Start().ok());
-    thread_ = std::thread([this] { server_->Run(false); });
+  LiveIndex()
+      : store_(std::move(*EmbeddedRecordStore::Open("", now_ms()))),
+        live_(*store_, [this] { return now_ms(); }) {
+    EXPECT_TRUE(live_.ok());
   }
-  ~LiveIndex() {
-    server_->Stop();
-    thread_.join();
-  }
-  std::string url() const { return "http://127.0.0.1:" + std::to_string(server_->port()); }
-  IndexClient Client() const { return *IndexClient::Create({url(), "", std::chrono::seconds(5)}); }
+  std::string url() const { return live_.url(); }
+  IndexClient Client() const { return live_.Client(); }
   uint64_t now_ms() const { return now_.load(); }
   void Advance(uint64_t ms) { now_ += ms; }
 
  private:
   std::atomic<uint64_t> now_{1'000'000};
   std::unique_ptr<EmbeddedRecordStore> store_;
-  std::unique_ptr<IndexService> service_;
-  std::unique_ptr<http::Server> server_;
-  std::thread thread_;
+  testing::LiveIndex live_;
 };
 
 RegisterRequest Registration(const std::string& holder, std::vector<Digest> keys,

@@ -16,6 +16,8 @@ import tempfile
 import time
 
 KVCS = sys.argv[1]
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import e2e_util  # noqa: E402
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "s3"))
 import harness  # noqa: E402  (SigV4 signer and the store's test keys)
@@ -25,22 +27,11 @@ PROCS = []
 
 
 def run(*args, ok=True):
-    p = subprocess.run([KVCS, *map(str, args)], capture_output=True, text=True, timeout=60)
-    if ok and p.returncode != 0:
-        sys.exit(f"kvcs {' '.join(map(str, args))} failed ({p.returncode}): {p.stdout}{p.stderr}")
-    if not ok and p.returncode == 0:
-        sys.exit(f"kvcs {' '.join(map(str, args))} succeeded but should fail")
-    return p
+    return e2e_util.run(KVCS, *args, ok=ok)
 
 
 def poll(pred, what, bound_s=15.0):
-    deadline = time.monotonic() + bound_s
-    while time.monotonic() < deadline:
-        v = pred()
-        if v:
-            return v
-        time.sleep(0.02)  # poll interval, bounded by the deadline
-    sys.exit(f"timed out waiting for {what}")
+    return e2e_util.poll(pred, what, bound_s)
 
 
 def start(args, ready, env=None):
