@@ -6,7 +6,7 @@
 namespace kvcs::objcache {
 
 Status BlockEventStore::Delete(std::string_view bucket, std::string_view key) {
-  Status s = inner_.Delete(bucket, key);
+  Status s = inner().Delete(bucket, key);
   if (s.ok() && bucket == kv_bucket_) {
     if (auto name = ParseBlockObjectKey(key)) {
       DeletedBlock d{name->scope_id, name->compat_id, name->block_key, name->codec};
@@ -15,7 +15,7 @@ Status BlockEventStore::Delete(std::string_view bucket, std::string_view key) {
       store::ListOptions lo;
       lo.prefix = BlockObjectKeyPrefix(name->scope_id, name->compat_id, name->block_key);
       lo.max_keys = 16;
-      auto rest = inner_.List(bucket, lo);
+      auto rest = inner().List(bucket, lo);
       if (rest.ok()) {
         for (const store::ObjectMeta& m : rest->objects) {
           if (ParseBlockObjectKey(m.key)) d.other_codecs_remain = true;
