@@ -4,13 +4,17 @@
 // the prefix's other publications, then the --holder KVSP HTTP holders (kvcs_stream/recovery.h),
 // print the per-layer timeline and where every block came from, and write the verified cache as
 // safetensors.
+#include <algorithm>
 #include <chrono>
 #include <cstring>
 #include <iostream>
 #include <map>
+#include <optional>
 
 #include "cli/cli_util.h"
 #include "cli/command.h"
+#include "cli/holder_uri.h"
+#include "cli/index_options.h"
 #include "cli/moq_util.h"
 #include "common/asio.h"
 #include "common/strings.h"
@@ -38,6 +42,7 @@ struct Args {
   bool live = false, completed = false;
   uint64_t blocks = 0;
   uint64_t ns_per_token_layer = 1'000'000;
+  IndexOptions index;  // --index: ask a KVSP Index Service first (§5.1's longer prefixes)
 };
 
 Result<std::vector<uint32_t>> ParseTokens(const std::string& text) {
@@ -95,8 +100,15 @@ class Get {
   explicit Get(Args a) : a_(std::move(a)), timer_(io_) {}
 
   int Go() {
-    auto url = moqt::ParseMoqtUrl(a_.url);
-    if (!url.ok()) return Fail(kCmd, url.status().message(), "e.g. moqt://127.0.0.1:4443/");
+    if (a_.url.empty() && !a_.index.enabled()) {
+      return Fail(kCmd, "no publisher or relay URL", "pass moqt://HOST:PORT/, or --index URL");
+    }
+    std::optional<index::IndexClient> index_client;
+    if (a_.index.enabled()) {
+      auto c = a_.index.Client();
+      if (!c.ok()) return Fail(kCmd, c.status().message(), "e.g. --index http://127.0.0.1:7070");
+      index_client = std::move(*c);
+    }
     auto scope_key = a_.scope.Resolve();
     if (!scope_key.ok()) {
       return Fail(kCmd, scope_key.status().message(), "pass the scope the publisher used");
@@ -123,6 +135,13 @@ class Get {
     identity_ = *id;
     scope_key_ = *scope_key;
     tokens_ = *tokens;
+    if (index_client) AskIndex(*index_client);
+    if (a_.url.empty()) {
+      return Fail(kCmd, "the index knows no moqt:// holder of this prompt's prefix",
+                  "pass the publisher or relay URL to discover over MOQT instead");
+    }
+    auto url = moqt::ParseMoqtUrl(a_.url);
+    if (!url.ok()) return Fail(kCmd, url.status().message(), "e.g. moqt://127.0.0.1:4443/");
     if (a_.live && a_.completed) return Fail(kCmd, "--live and --completed exclude each other");
     if (!a_.producer_key.empty()) {
       auto kf = LoadKeyFile(a_.producer_key);
@@ -173,7 +192,16 @@ class Get {
                  end ? ConnectHint(*end) : "");
       return Finish();
     }
-    if (client_->setup_complete() && !discovery_ && !retrieval_) StartDiscovery();
+    if (client_->setup_complete() && !discovery_ && !retrieval_ &&
+        !from_index_.publications.empty()) {
+      // The index named the publication (possibly one longer than this prompt, which MOQT
+      // discovery cannot find): no SUBSCRIBE_NAMESPACE walk.
+      stream::DiscoveryResult r = std::move(from_index_);
+      from_index_ = {};
+      OnDiscovered(r);
+    } else if (client_->setup_complete() && !discovery_ && !retrieval_) {
+      StartDiscovery();
+    }
     if (discovery_) discovery_->OnTimer();
     if (retrieval_) retrieval_->OnTimer();
     if (finished_) return;
@@ -181,6 +209,63 @@ class Get {
     timer_.async_wait([this](const boost::system::error_code& ec) {
       if (!ec) Tick();
     });
+  }
+
+  // Asks the index for the longest held prefix of the prompt and prints every holder; when the
+  // index lists moqt:// publications (holder_uri.h) of this scope and compat, retrieval goes
+  // directly to the one of the longest prefix (to its endpoint when no URL was given). An
+  // unreachable index or an empty answer only means MOQT discovery as without --index.
+  void AskIndex(const index::IndexClient& c) {
+    auto r = c.LookupPrefix(identity_.compat_id, identity_.scope_id, identity_.block_keys);
+    if (!r.ok()) {
+      std::cout << "index: " << r.status().message() << " (discovering over MOQT)" << std::endl;
+      return;
+    }
+    const kvsp::Descriptor& d = identity_.descriptor;
+    std::cout << "index: " << r->matched << " of " << identity_.blocks() << " blocks held ("
+              << uint64_t{r->matched} * d.block_tokens << " tokens)" << std::endl;
+    // Each holder once, with the blocks it was listed for (a run from the first block).
+    std::vector<std::pair<std::string, uint64_t>> holders;  // holder -> blocks listed
+    std::map<std::string, std::string> info;
+    for (const index::LookupEntry& e : r->entries) {
+      for (const index::Replica& rep : e.replicas) {
+        auto it = std::find_if(holders.begin(), holders.end(),
+                               [&](const auto& h) { return h.first == rep.info.holder; });
+        if (it == holders.end()) {
+          holders.emplace_back(rep.info.holder, 1);
+          info[rep.info.holder] = std::string(index::TierName(rep.info.tier)) + ", layers " +
+                                  std::to_string(rep.info.layer_first) + "-" +
+                                  std::to_string(rep.info.layer_first + rep.info.layer_count - 1) +
+                                  ", " + index::CodecListText(rep.info.codecs);
+        } else {
+          it->second++;
+        }
+      }
+    }
+    for (const auto& [h, n] : holders) {
+      std::cout << "  holder " << h << " (" << info[h] << "): " << n << " block(s)" << std::endl;
+    }
+    // The longest prefix a moqt:// publication holds (the replicas are in tier order).
+    for (size_t i = r->entries.size(); i-- > 0;) {
+      for (const index::Replica& rep : r->entries[i].replicas) {
+        auto h = ParseMoqtHolderUri(rep.info.holder);
+        if (!h || h->ns.scope_id != identity_.scope_id || h->ns.compat_id != identity_.compat_id) {
+          continue;
+        }
+        if (!a_.url.empty() && a_.url != h->endpoint) continue;  // another endpoint
+        stream::FoundPublication p;
+        p.ns = h->ns;
+        p.anchor_blocks = i + 1;  // a longer publication serves the whole matched prefix
+        for (uint64_t b = 0; b < identity_.blocks(); ++b) {
+          if (identity_.block_keys[b] == h->ns.anchor_key) p.anchor_blocks = b + 1;
+        }
+        if (a_.url.empty()) a_.url = h->endpoint;
+        from_index_.publications.push_back(p);
+        std::cout << "index: retrieving " << profile::ToString(p.ns) << " (" << p.anchor_blocks
+                  << " blocks) from " << a_.url << std::endl;
+        return;
+      }
+    }
   }
 
   void StartDiscovery() {
@@ -344,6 +429,7 @@ class Get {
   std::unique_ptr<stream::Discovery> discovery_;
   std::vector<std::unique_ptr<kvsp_http::HttpHolderSource>> holders_;
   std::unique_ptr<stream::Recovery> retrieval_;
+  stream::DiscoveryResult from_index_;  // the publication the index named, until used
   uint32_t first_layer_ = 0, last_layer_ = 0;
   uint64_t section_ = 0, start_ms_ = 0;
   std::map<uint32_t, Bytes> k_, v_;
@@ -355,7 +441,9 @@ RunFn Setup(CLI::App& app) {
   auto a = std::make_shared<Args>();
   auto* cmd = app.add_subcommand(
       kCmd, "Retrieve a KV cache over MOQT: discover, retrieve, verify, write safetensors");
-  cmd->add_option("url", a->url, "the publisher or relay, moqt://HOST:PORT/")->required();
+  cmd->add_option("url", a->url,
+                  "the publisher or relay, moqt://HOST:PORT/ (optional with --index: the "
+                  "index's moqt:// holder)");
   cmd->add_option("--tokens", a->tokens_file, "file of the prompt's token ids")->required();
   cmd->add_option("--descriptor", a->descriptor_file, "Compatibility Descriptor JSON file")
       ->required();
@@ -375,11 +463,16 @@ RunFn Setup(CLI::App& app) {
       ->allow_extra_args(false);
   cmd->add_option("--out", a->out, "write the verified cache here (safetensors)");
   a->tls.Add(cmd);
+  a->index.Add(cmd,
+               "first ask this KVSP Index Service (http://HOST:PORT) for the longest held prefix "
+               "and its holders (printed); a moqt:// holder is retrieved directly");
   cmd->footer(
       "Example:\n"
       "  kvcs get moqt://127.0.0.1:4443/ --insecure --tokens prompt.txt --descriptor d.json \\\n"
       "      --scope-key-file tenant.key --producer-key producer.pub --completed \\\n"
       "      --out got.safetensors\n"
+      "  kvcs get --index http://127.0.0.1:7070 --index-token-file lookup.jwt --insecure \\\n"
+      "      --tokens prompt.txt --descriptor d.json --scope-key-file tenant.key\n"
       "Exit status: 0 when every block was retrieved (over MOQT or from a holder) and verified,\n"
       "1 otherwise.");
   return [a] { return Get(*a).Go(); };

@@ -3,13 +3,18 @@
 // (kvcs-1/<scope>/<compat>/<anchor>/<pub_id> in hex) and one line per published layer; the layers
 // go out one per event-loop turn so subscribers receive them while later ones are produced. Runs
 // until interrupted, or --linger seconds after the last layer.
+#include <algorithm>
 #include <iostream>
+#include <optional>
 
 #include "cli/cli_util.h"
 #include "cli/command.h"
 #include "cli/dev_cert.h"
+#include "cli/holder_uri.h"
+#include "cli/index_options.h"
 #include "cli/moq_util.h"
 #include "common/asio.h"
+#include "index/lease_keeper.h"
 #include "kvcs_stream/publisher.h"
 #include "moqt_endpoint/moqt_endpoint.h"
 #include "secure_objects/cipher_suite.h"
@@ -27,6 +32,10 @@ struct Args {
   uint32_t manifest_every = 8;
   double linger_s = -1;
   std::string encrypt;  // "": plaintext; else the secure-objects cipher suite
+  // Registration of the namespace with a KVSP Index Service once every layer is published.
+  IndexOptions index;
+  std::string public_url;  // moqt://HOST:PORT/ subscribers reach; default from --listen
+  double index_ttl_s = 30;
 };
 
 class Run {
@@ -50,6 +59,14 @@ class Run {
       }
       signer = *k;
     }
+    if (a_.index.enabled()) {
+      auto c = a_.index.Client();
+      if (!c.ok()) return Fail(kCmd, c.status().message(), "e.g. --index http://127.0.0.1:7070");
+      index_client_ = std::move(*c);
+    } else if (!a_.public_url.empty()) {
+      return Fail(kCmd, "--public-url needs --index", "it names this publisher in the index");
+    }
+    scope_key_ = *scope_key;
     auto file = tensorio::SafetensorsFile::Open(a_.input);
     if (!file.ok()) {
       return Fail(kCmd, a_.input + ": " + file.status().message(),
@@ -93,6 +110,7 @@ class Run {
     auto pub = stream::Publisher::Create(&store_, pc, tokens);
     if (!pub.ok()) return Fail(kCmd, pub.status().message(), "check --manifest-every (1..8)");
     pub_ = std::move(*pub);
+    tokens_ = std::move(tokens);
     int rc = Serve();
     if (rc != 0) return rc;
     std::cout << "namespace " << profile::ToString(pub_->ns()) << "\n"
@@ -125,6 +143,7 @@ class Run {
     }
     moqt::MoqtServerConfig cfg;
     cfg.quic.host = a_.listen.substr(0, colon);
+    listen_host_ = cfg.quic.host;
     cfg.quic.port = static_cast<uint16_t>(*port);
     cfg.session.implementation = "kvcs-publish/0.1";
     if (a_.cert.empty() != a_.key.empty()) {
@@ -170,6 +189,7 @@ class Run {
       asio::post(io_, [this] { NextLayer(); });
       return;
     }
+    if (index_client_) StartLease();
     std::cout << "all " << d.layers << " layers published; serving "
               << (a_.linger_s >= 0 ? "for " + std::to_string(a_.linger_s) + " s"
                                    : "until interrupted")
@@ -180,6 +200,44 @@ class Run {
         if (!ec) Stop("linger time over");
       });
     }
+  }
+
+  // Registers the whole publication (every block, the anchor, every layer) with the index and
+  // keeps the lease while serving: complete replicas only, so only once the last layer is out.
+  void StartLease() {
+    const kvsp::Descriptor& d = cache_->descriptor;
+    auto id = stream::CacheIdentity::Compute(d, scope_key_, tokens_);
+    if (!id.ok()) {
+      std::cerr << "kvcs publish: warning: not registered: " << id.status().message() << "\n";
+      return;
+    }
+    std::string endpoint = a_.public_url.empty() ? "moqt://" + listen_host_ + ":" +
+                                                       std::to_string(server_->port()) + "/"
+                                                 : a_.public_url;
+    index::RegisterRequest r;
+    r.compat_id = pub_->ns().compat_id;
+    r.scope_id = pub_->ns().scope_id;
+    r.replica.holder = MoqtHolderUri(endpoint, pub_->ns());
+    r.replica.tier = index::Tier::kCpu;  // served from this process's memory
+    for (const stream::Encoding& e : pub_->config().encodings) {
+      if (std::find(r.replica.codecs.begin(), r.replica.codecs.end(), e.codec) ==
+          r.replica.codecs.end()) {
+        r.replica.codecs.push_back(e.codec);
+      }
+    }
+    r.replica.layer_first = 0;
+    r.replica.layer_count = d.layers;
+    r.block_keys = id->block_keys;
+    r.anchor_key = pub_->ns().anchor_key;
+    index::LeasePolicy policy;
+    policy.ttl_ms = static_cast<uint64_t>(a_.index_ttl_s * 1000);
+    policy.retry_max_ms = std::max<uint64_t>(1, std::min<uint64_t>(5000, policy.ttl_ms / 4));
+    policy.retry_min_ms = std::min<uint64_t>(100, policy.retry_max_ms);
+    keeper_ =
+        std::make_unique<index::LeaseKeeper>(*index_client_, index::ChunkRegistration(r), policy);
+    keeper_->Start();
+    std::cout << "registering " << r.replica.holder << " with index " << index_client_->url()
+              << " (lease " << a_.index_ttl_s << " s, renewed while serving)" << std::endl;
   }
 
   uint64_t ElapsedMs() const {
@@ -194,6 +252,11 @@ class Run {
     if (!why.empty()) std::cout << "stopping: " << why << std::endl;
     timer_.cancel();
     signals_.cancel();
+    if (keeper_) {
+      Status w = keeper_->Stop();  // withdraws; each request bounded by --index-timeout
+      std::cout << (w.ok() ? "withdrawn from the index" : "withdrawal failed: " + w.message())
+                << std::endl;
+    }
     if (server_) {
       server_->Shutdown(std::chrono::milliseconds(1000), [this] { io_.stop(); });
     } else {
@@ -209,6 +272,11 @@ class Run {
   std::unique_ptr<stream::Publisher> pub_;
   std::unique_ptr<moqt::MoqtServer> server_;
   const tensorio::KvCacheView* cache_ = nullptr;
+  kvsp::ScopeKey scope_key_{};
+  std::vector<uint32_t> tokens_;
+  std::string listen_host_;
+  std::optional<index::IndexClient> index_client_;
+  std::unique_ptr<index::LeaseKeeper> keeper_;
   uint64_t blocks_ = 0;
   std::chrono::steady_clock::time_point start_;
   bool stopping_ = false;
@@ -235,12 +303,22 @@ RunFn Setup(CLI::App& app) {
                   "exit this many seconds after the last layer (default: until interrupted)");
   cmd->add_option("--cert", a->cert, "server certificate (PEM); default: a dev certificate");
   cmd->add_option("--key", a->key, "server private key (PEM)");
+  a->index.Add(cmd,
+               "once every layer is published, register the namespace with this KVSP Index "
+               "Service (http://HOST:PORT) and renew the lease while serving; withdrawn at exit");
+  cmd->add_option("--public-url", a->public_url,
+                  "the moqt:// URL subscribers reach (default: moqt://LISTEN/)");
+  cmd->add_option("--index-ttl", a->index_ttl_s, "lease of the registration, seconds")
+      ->check(CLI::Range(0.05, 86400.0))
+      ->capture_default_str();
   cmd->footer(
       "Example:\n"
       "  kvcs publish cache.safetensors --scope-key-file tenant.key --sign-key producer.key \\\n"
       "      --listen 127.0.0.1:4443\n"
       "  kvcs get moqt://127.0.0.1:4443/ --insecure --tokens prompt.txt --descriptor d.json \\\n"
-      "      --scope-key-file tenant.key --producer-key producer.pub --out got.safetensors");
+      "      --scope-key-file tenant.key --producer-key producer.pub --out got.safetensors\n"
+      "  kvcs publish cache.safetensors --scope-key-file tenant.key --index http://index:7070 \\\n"
+      "      --index-token-file reg.jwt   # consumers find it with kvcs lookup / get --index");
   return [a] { return Run(*a).Go(); };
 }
 

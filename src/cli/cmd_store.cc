@@ -2,16 +2,24 @@
 #include <sys/stat.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
+#include <optional>
+#include <span>
 
 #include "cli/cli_util.h"
 #include "cli/command.h"
+#include "cli/index_options.h"
 #include "common/crypto.h"
 #include "common/hex.h"
 #include "common/log.h"
+#include "index/lease_keeper.h"
+#include "index/registration_queue.h"
+#include "objcache/block_event_store.h"
+#include "objcache/block_events.h"
 #include "objcache/service.h"
 #include "s3/config.h"
 #include "s3/server.h"
@@ -38,6 +46,83 @@ struct StoreFlags {
   bool s3_insecure = false;  // https backend: DEVELOPMENT ONLY, no certificate checks
   // Same-host delivery socket; empty = ROOT/shm.sock, "none" = off.
   std::string shm_socket;
+  // Registration with a KVSP Index Service (docs/protocols/kvsp-index.md §Holders).
+  IndexOptions index;
+  std::string public_url;            // what the index tells consumers; default from --listen
+  uint64_t index_ttl_s = 24 * 3600;  // the lease of each registration
+  size_t index_queue = 1024;         // registrations waiting at most
+};
+
+// BlockEvents that forward to a target set later (or never); safe to call from any thread.
+class DeferredEvents final : public objcache::BlockEvents {
+ public:
+  void Set(objcache::BlockEvents* target) { target_.store(target); }
+  void OnStored(const std::string& bucket, std::span<const objcache::StoredBlock> blocks,
+                std::optional<Digest> anchor) override {
+    if (auto* t = target_.load()) t->OnStored(bucket, blocks, anchor);
+  }
+  void OnDeleted(const std::string& bucket, const objcache::DeletedBlock& d) override {
+    if (auto* t = target_.load()) t->OnDeleted(bucket, d);
+  }
+
+ private:
+  std::atomic<objcache::BlockEvents*> target_{nullptr};
+};
+
+// Announces what aggregated PUTs stored, and what deletes removed, to a KVSP Index Service:
+// holder = PUBLIC_URL/_kvsp (the KVSP §8 endpoints), tier object-store. Called on the server's
+// threads; never blocks (RegistrationQueue sends in the background, drops when full).
+class IndexAnnouncer final : public objcache::BlockEvents {
+ public:
+  IndexAnnouncer(index::IndexClient client, std::string holder, std::string kv_bucket,
+                 uint64_t ttl_ms, size_t max_pending)
+      : holder_(std::move(holder)),
+        kv_bucket_(std::move(kv_bucket)),
+        ttl_ms_(ttl_ms),
+        queue_(std::move(client), {.max_pending = max_pending}) {}
+
+  void OnStored(const std::string& bucket, std::span<const objcache::StoredBlock> blocks,
+                std::optional<Digest> anchor) override {
+    if (bucket != kv_bucket_) return;  // the KVSP endpoints serve this bucket only
+    // One registration per run of blocks that share scope, compat, codec and layers.
+    size_t i = 0;
+    while (i < blocks.size()) {
+      const objcache::StoredBlock& b = blocks[i];
+      index::RegisterRequest r;
+      r.compat_id = b.compat_id;
+      r.scope_id = b.scope_id;
+      r.replica = {holder_, index::Tier::kObjectStore, {b.codec}, b.layer_first, b.layer_count};
+      r.ttl_ms = ttl_ms_;
+      for (; i < blocks.size(); ++i) {
+        const objcache::StoredBlock& c = blocks[i];
+        if (c.scope_id != b.scope_id || c.compat_id != b.compat_id || c.codec != b.codec ||
+            c.layer_first != b.layer_first || c.layer_count != b.layer_count) {
+          break;
+        }
+        r.block_keys.push_back(c.block_key);
+      }
+      // The anchor goes with the run holding the chain's last key (every block of the chain is
+      // in this PUT, so this holder has the whole prefix).
+      if (anchor && i == blocks.size()) r.anchor_key = anchor;
+      for (index::RegisterRequest& chunk : index::ChunkRegistration(r)) {
+        queue_.Enqueue(std::move(chunk));
+      }
+    }
+  }
+
+  void OnDeleted(const std::string& bucket, const objcache::DeletedBlock& d) override {
+    if (bucket != kv_bucket_ || d.other_codecs_remain) return;
+    queue_.Enqueue(index::WithdrawRequest{d.compat_id, d.scope_id, holder_, {d.block_key}});
+  }
+
+  const std::string& holder() const { return holder_; }
+  index::RegistrationQueueStats stats() const { return queue_.stats(); }
+  bool WaitIdle(std::chrono::milliseconds bound) { return queue_.WaitIdle(bound); }
+
+ private:
+  const std::string holder_, kv_bucket_;
+  const uint64_t ttl_ms_;
+  index::RegistrationQueue queue_;
 };
 
 // The S3 backend from --backend-config and/or the --s3-* flags (flags win). Returns null with
@@ -162,9 +247,29 @@ int Run(const StoreFlags& f) {
                 "add a [key <id>] section with secret = ...");
   }
 
-  s3::Server server(config, active);
+  // With --index, what aggregated PUTs store and deletes remove is announced to the index; the
+  // public URL (the holder) needs the port, known once the server listens, so the announcer is
+  // made in two steps: the hooks exist from the start and forward once it is set.
   objcache::ServiceOptions so;
   so.bandwidth_cap = f.bandwidth_cap;
+  std::optional<index::IndexClient> index_client;
+  if (f.index.enabled()) {
+    auto c = f.index.Client();
+    if (!c.ok()) return Fail(cmd, c.status().message(), "e.g. --index http://127.0.0.1:7070");
+    index_client = std::move(*c);
+    if (!f.public_url.empty() && f.public_url.rfind("http://", 0) != 0 &&
+        f.public_url.rfind("https://", 0) != 0) {
+      return Fail(cmd, "--public-url must start with http:// or https://",
+                  "e.g. --public-url https://store-1.example:9000");
+    }
+  } else if (!f.public_url.empty()) {
+    return Fail(cmd, "--public-url needs --index", "it names this store in the index");
+  }
+  std::unique_ptr<IndexAnnouncer> announcer;
+  DeferredEvents events;
+  if (index_client) so.events = &events;
+  objcache::BlockEventStore observed(active, events, so.kv_bucket);
+  s3::Server server(config, index_client ? static_cast<store::ObjectStore&>(observed) : active);
   objcache::Service service(so);
   for (auto& ext : service.Extensions()) server.AddExtension(std::move(ext));
   std::string shm_path = f.shm_socket.empty() ? f.root + "/shm.sock" : f.shm_socket;
@@ -187,6 +292,19 @@ int Run(const StoreFlags& f) {
               << " damaged object files\n";
   }
   bool tls = !config.tls_cert_file.empty();
+  if (index_client) {
+    std::string base = f.public_url;
+    if (base.empty()) {
+      base = std::string(tls ? "https" : "http") + "://" + config.listen_host + ":" +
+             std::to_string(server.port());
+    }
+    while (!base.empty() && base.back() == '/') base.pop_back();
+    announcer = std::make_unique<IndexAnnouncer>(*index_client, base + "/_kvsp", so.kv_bucket,
+                                                 f.index_ttl_s * 1000, f.index_queue);
+    events.Set(announcer.get());
+    std::cout << "kvcs store: registering blocks of bucket " << so.kv_bucket << " with index "
+              << index_client->url() << " as " << announcer->holder() << "\n";
+  }
   std::cout << "kvcs store: listening on " << (tls ? "https" : "http") << "://"
             << config.listen_host << ":" << server.port() << " (" << backend_desc << ")\n";
   if (shm_path != "none")
@@ -199,6 +317,14 @@ int Run(const StoreFlags& f) {
   }
   std::cout << std::flush;
   server.Run(/*handle_signals=*/true);
+  if (announcer) {
+    events.Set(nullptr);
+    announcer->WaitIdle(std::chrono::seconds(2));  // bounded: an unreachable index cannot hold us
+    auto st = announcer->stats();
+    std::cout << "kvcs store: index: " << st.sent << " sent, " << st.failed << " failed, "
+              << st.dropped << " dropped, " << st.pending << " pending"
+              << (st.last_error.empty() ? "" : " (last error: " + st.last_error + ")") << "\n";
+  }
   std::cout << "kvcs store: stopped\n";
   return 0;
 }
@@ -254,6 +380,19 @@ RunFn Setup(CLI::App& app) {
   cmd->add_option("--shm-socket", flags->shm_socket,
                   "Unix socket where clients on this host register shared buffers for "
                   "aggregated GETs (default ROOT/shm.sock; none: off)");
+  flags->index.Add(cmd,
+                   "register stored blocks with this KVSP Index Service (http://HOST:PORT): "
+                   "after each aggregated PUT into the KV bucket, withdrawn on delete");
+  cmd->add_option("--public-url", flags->public_url,
+                  "this store's URL as consumers reach it (default: http(s)://LISTEN); the index "
+                  "holder is PUBLIC_URL/_kvsp");
+  cmd->add_option("--index-ttl", flags->index_ttl_s, "lease of each registration, seconds")
+      ->check(CLI::Range(uint64_t{1}, uint64_t{24 * 3600}))
+      ->capture_default_str();
+  cmd->add_option("--index-queue", flags->index_queue,
+                  "registrations waiting for the index at most (more are dropped and counted)")
+      ->check(CLI::Range(size_t{1}, size_t{1} << 20))
+      ->capture_default_str();
   cmd->footer(
       "Config file:\n"
       "  region = us-east-1\n"
@@ -265,6 +404,8 @@ RunFn Setup(CLI::App& app) {
       "  aws --endpoint-url http://127.0.0.1:9000 s3 mb s3://kv   # with the printed key\n"
       "  KVCS_BACKEND_SECRET_KEY=... kvcs store --root /var/lib/kvcs --backend s3 \\\n"
       "      --s3-endpoint http://rgw:8000 --s3-access-key AK   # objects kept in Ceph RGW\n"
+      "  kvcs store --root /var/lib/kvcs --index http://index:7070 --index-token-file reg.jwt \\\n"
+      "      --public-url https://store-1.example:9000   # announce blocks to a KVSP index\n"
       "  An engine on the same host sets ClientOptions::shm_socket = ROOT/shm.sock: block bytes\n"
       "  are then written into its shared buffer instead of the HTTP body.\n"
       "SIGINT/SIGTERM stop it gracefully; set --log info for per-event logs.");

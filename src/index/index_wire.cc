@@ -19,9 +19,10 @@ using ojson = nlohmann::ordered_json;
 
 Status Err(IndexError e, std::string msg) { return IndexStatus(e, "index: " + std::move(msg)); }
 
-// One JSON document of at most kMaxRequestBytes, no duplicate members, at most kMaxJsonDepth deep.
-Result<json> ParseStrict(std::string_view text) {
-  auto j = ParseStrictJson(text, kMaxRequestBytes, kMaxJsonDepth);
+// One JSON document of at most `max_bytes` (requests: kMaxRequestBytes; responses:
+// kMaxResponseBytes), no duplicate members, at most kMaxJsonDepth deep.
+Result<json> ParseStrict(std::string_view text, size_t max_bytes = kMaxRequestBytes) {
+  auto j = ParseStrictJson(text, max_bytes, kMaxJsonDepth);
   if (j.ok()) return j;
   IndexError e = IndexError::kSyntax;
   if (j.status().Is(JsonError::kTooLarge)) e = IndexError::kTooLarge;
@@ -183,25 +184,48 @@ ojson KeysJson(const std::vector<Digest>& keys) {
   return a;
 }
 
-ojson ReplicaJson(const Replica& r) {
-  ojson o;
-  o["holder"] = r.info.holder;
-  o["tier"] = std::string(TierName(r.info.tier));
-  o["codecs"] = CodecsJson(r.info.codecs);
-  o["layer_first"] = r.info.layer_first;
-  o["layer_count"] = r.info.layer_count;
-  o["expires_ms"] = r.expires_ms;
-  return o;
-}
-
-ojson ReplicasJson(const std::vector<Replica>& rs) {
-  ojson a = ojson::array();
-  for (const Replica& r : rs) a.push_back(ReplicaJson(r));
-  return a;
-}
-
 std::string Dump(const ojson& o) {
   return o.dump(-1, ' ', /*ensure_ascii=*/true, json::error_handler_t::replace);
+}
+
+// Responses are written directly (a 4,096-key lookup answer is ~1 MB; building it as a DOM first
+// cost more than the lookup itself), byte for byte as Dump would write them.
+void AppendString(std::string* out, std::string_view v) {
+  bool plain = std::all_of(v.begin(), v.end(),
+                           [](char c) { return c >= 0x20 && c <= 0x7e && c != '"' && c != '\\'; });
+  if (!plain) {
+    *out += Dump(ojson(std::string(v)));  // escapes as Dump does (ensure_ascii, replace)
+    return;
+  }
+  *out += '"';
+  *out += v;
+  *out += '"';
+}
+
+void AppendReplica(std::string* out, const Replica& r) {
+  *out += "{\"holder\":";
+  AppendString(out, r.info.holder);
+  *out += ",\"tier\":\"";
+  *out += TierName(r.info.tier);
+  *out += "\",\"codecs\":[";
+  for (size_t i = 0; i < r.info.codecs.size(); ++i) {
+    if (i) *out += ',';
+    *out += '"';
+    *out += kvsp::CodecName(r.info.codecs[i]);
+    *out += '"';
+  }
+  *out += "],\"layer_first\":" + std::to_string(r.info.layer_first) +
+          ",\"layer_count\":" + std::to_string(r.info.layer_count) +
+          ",\"expires_ms\":" + std::to_string(r.expires_ms) + "}";
+}
+
+void AppendReplicas(std::string* out, const std::vector<Replica>& rs) {
+  *out += '[';
+  for (size_t i = 0; i < rs.size(); ++i) {
+    if (i) *out += ',';
+    AppendReplica(out, rs[i]);
+  }
+  *out += ']';
 }
 
 }  // namespace
@@ -388,7 +412,7 @@ Result<AnchorsRequest> ParseAnchorsRequest(std::string_view compat_hex, std::str
 }
 
 Result<LookupResponse> ParseLookupResponse(std::string_view text) {
-  KVCS_ASSIGN_OR_RETURN(json j, ParseStrict(text));
+  KVCS_ASSIGN_OR_RETURN(json j, ParseStrict(text, kMaxResponseBytes));
   KVCS_RETURN_IF_ERROR(CheckObject(j, "lookup response", {"matched", "entries"}));
   LookupResponse r;
   KVCS_ASSIGN_OR_RETURN(uint64_t matched, GetUint(j, "matched", 0, kMaxKeysPerRequest));
@@ -409,7 +433,7 @@ Result<LookupResponse> ParseLookupResponse(std::string_view text) {
 }
 
 Result<AnchorsResponse> ParseAnchorsResponse(std::string_view text) {
-  KVCS_ASSIGN_OR_RETURN(json j, ParseStrict(text));
+  KVCS_ASSIGN_OR_RETURN(json j, ParseStrict(text, kMaxResponseBytes));
   KVCS_RETURN_IF_ERROR(CheckObject(j, "anchors response", {"replicas"}));
   AnchorsResponse r;
   KVCS_ASSIGN_OR_RETURN(r.replicas, GetReplicas(j, kMaxReplicasPerKey));
@@ -417,7 +441,7 @@ Result<AnchorsResponse> ParseAnchorsResponse(std::string_view text) {
 }
 
 Result<ErrorBody> ParseErrorBody(std::string_view text) {
-  KVCS_ASSIGN_OR_RETURN(json j, ParseStrict(text));
+  KVCS_ASSIGN_OR_RETURN(json j, ParseStrict(text, kMaxResponseBytes));
   KVCS_RETURN_IF_ERROR(CheckObject(j, "error body", {"error", "message"}));
   ErrorBody e;
   KVCS_ASSIGN_OR_RETURN(e.error, GetString(j, "error"));
@@ -435,23 +459,25 @@ std::string ToJson(const LookupRequest& r) {
 }
 
 std::string ToJson(const LookupResponse& r) {
-  ojson o;
-  o["matched"] = r.matched;
-  ojson entries = ojson::array();
-  for (const LookupEntry& e : r.entries) {
-    ojson x;
-    x["block_key"] = ToHex(e.block_key);
-    x["replicas"] = ReplicasJson(e.replicas);
-    entries.push_back(std::move(x));
+  std::string out = "{\"matched\":" + std::to_string(r.matched) + ",\"entries\":[";
+  out.reserve(out.size() + r.entries.size() * 200);
+  for (size_t i = 0; i < r.entries.size(); ++i) {
+    if (i) out += ',';
+    out += "{\"block_key\":\"";
+    out += ToHex(r.entries[i].block_key);
+    out += "\",\"replicas\":";
+    AppendReplicas(&out, r.entries[i].replicas);
+    out += '}';
   }
-  o["entries"] = std::move(entries);
-  return Dump(o);
+  out += "]}";
+  return out;
 }
 
 std::string ToJson(const AnchorsResponse& r) {
-  ojson o;
-  o["replicas"] = ReplicasJson(r.replicas);
-  return Dump(o);
+  std::string out = "{\"replicas\":";
+  AppendReplicas(&out, r.replicas);
+  out += '}';
+  return out;
 }
 
 std::string ToJson(const RegisterRequest& r) {

@@ -36,6 +36,10 @@ namespace kvcs::index {
 inline constexpr size_t kMaxKeysPerRequest = 4096;
 // A request of kMaxKeysPerRequest keys is ~280 KB of hex; 512 KiB leaves room for the rest.
 inline constexpr size_t kMaxRequestBytes = 512 * 1024;
+// A response: a lookup of kMaxKeysPerRequest keys with kMaxReplicasPerKey replicas of
+// kMaxHolderBytes holders is ~45 MB of JSON; the usual 4 replicas of short holders ~1 MB per
+// 4,096 keys, above kMaxRequestBytes.
+inline constexpr size_t kMaxResponseBytes = size_t{64} << 20;
 // Replicas returned per key: a consumer uses one and keeps a few alternates; 16 bounds the
 // response at 4,096 keys to a few MB.
 inline constexpr uint32_t kMaxReplicasPerKey = 16;

@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include <nlohmann/json.hpp>
 #include <string>
 
 #include "common/hex.h"
@@ -252,6 +253,44 @@ TEST(IndexWire, StatusMapsToHttp) {
   EXPECT_EQ(HttpStatusFor(IndexStatus(IndexError::kStoreFailed, "x")), 503);
   EXPECT_EQ(ErrorJson(IndexStatus(IndexError::kForbidden, "no")),
             R"({"error":"forbidden","message":"no"})");
+}
+
+// Responses are written without a DOM; they must stay what nlohmann writes, escapes included,
+// and a 4,096-key answer (above kMaxRequestBytes) must parse.
+TEST(IndexWire, ResponsesWrittenDirectlyMatchTheDomAndParseAtFullSize) {
+  Replica odd{
+      {"https://h/\"q\\\x01\xc3\xa9", Tier::kCpu, {kvsp::Codec::kRaw, kvsp::Codec::kZstd}, 3, 4},
+      99};
+  nlohmann::ordered_json dom;
+  dom["replicas"] = nlohmann::ordered_json::array();
+  dom["replicas"].push_back({{"holder", odd.info.holder},
+                             {"tier", "cpu"},
+                             {"codecs", {"raw", "zstd"}},
+                             {"layer_first", 3},
+                             {"layer_count", 4},
+                             {"expires_ms", 99}});
+  EXPECT_EQ(ToJson(AnchorsResponse{{odd}}),
+            dom.dump(-1, ' ', true, nlohmann::json::error_handler_t::replace));
+  LookupResponse big;
+  big.matched = kMaxKeysPerRequest;
+  for (size_t i = 0; i < kMaxKeysPerRequest; ++i) {
+    LookupEntry e;
+    e.block_key.fill(uint8_t(i));
+    for (int r = 0; r < 4; ++r) {
+      e.replicas.push_back({{"https://store-" + std::to_string(r) + ".example:9000/_kvsp",
+                             Tier::kObjectStore,
+                             {kvsp::Codec::kRaw},
+                             0,
+                             32},
+                            1000});
+    }
+    big.entries.push_back(std::move(e));
+  }
+  std::string text = ToJson(big);
+  EXPECT_GT(text.size(), kMaxRequestBytes);
+  auto back = ParseLookupResponse(text);
+  ASSERT_TRUE(back.ok()) << back.status().ToString();
+  EXPECT_EQ(*back, big);
 }
 
 }  // namespace

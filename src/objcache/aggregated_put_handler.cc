@@ -77,7 +77,8 @@ struct PutPipeline {
   uint64_t held = 0;  // capacity of every buffer in flight or spare: kMaxPutInFlightBytes bounds it
   nlohmann::json results = nlohmann::json::array();
   uint32_t stored = 0;
-  std::vector<Digest> chain;  // block keys of the stored containers, in order
+  std::vector<Digest> chain;               // block keys of the stored containers, in order
+  std::vector<StoredBlock> stored_blocks;  // for ServiceOptions::events
   std::optional<Digest> chain_compat;
   bool chain_ok = true;
 
@@ -104,7 +105,7 @@ struct PutPipeline {
 
   // Waits for the oldest job, records its result and keeps its buffer for reuse.
   // REQUIRES: !in_flight.empty().
-  Awaitable<void> RetireOldest(asio::any_io_executor ex) {
+  Awaitable<void> RetireOldest(asio::any_io_executor ex, Digest scope) {
     PutJob j = std::move(in_flight.front());
     in_flight.pop_front();
     co_await j.job.Wait(ex);
@@ -119,6 +120,9 @@ struct PutPipeline {
       if (chain_compat && *chain_compat != view.header.compat_id) chain_ok = false;
       chain_compat = view.header.compat_id;
       chain.push_back(view.header.block_key);
+      stored_blocks.push_back({scope, view.header.compat_id, view.header.block_key,
+                               view.header.codec, view.header.layer_first,
+                               view.header.layer_count});
     } else {
       r["status"] = "error";
       r["message"] = j.outcome->status().message();
@@ -190,12 +194,12 @@ Awaitable<void> AggregatedPutHandler::Handle(ExtensionContext& ctx) {
     }
     // A buffer for this container within the bounds: reuse a spare one that fits, else free
     // spares and retire jobs until a new one fits (alone, it always does).
-    while (p.in_flight.size() >= kMaxPutInFlight) co_await p.RetireOldest(ctx.executor);
+    while (p.in_flight.size() >= kMaxPutInFlight) co_await p.RetireOldest(ctx.executor, scope);
     std::shared_ptr<BlockBytes> buf;
     for (;;) {
       buf = p.TakeBuffer(len);
       if (buf) break;
-      co_await p.RetireOldest(ctx.executor);
+      co_await p.RetireOldest(ctx.executor, scope);
     }
     buf->resize(len);  // no zero-fill (DefaultInitAllocator): ReadFull writes every byte
     n = co_await ReadFull(ctx.body, *buf);
@@ -213,15 +217,20 @@ Awaitable<void> AggregatedPutHandler::Handle(ExtensionContext& ctx) {
         });
     p.in_flight.push_back(std::move(j));
   }
-  while (!p.in_flight.empty()) co_await p.RetireOldest(ctx.executor);
+  while (!p.in_flight.empty()) co_await p.RetireOldest(ctx.executor, scope);
   p.spare.clear();
   if (bad) {
+    // The containers before the bad part are stored and durable: announce them too.
+    if (res_.options.events && !p.stored_blocks.empty()) {
+      res_.options.events->OnStored(ctx.request.bucket, p.stored_blocks, std::nullopt);
+    }
     co_await BadRequest(ctx, *bad);
     co_return;
   }
   nlohmann::json resp;
   resp["stored"] = p.stored;
   resp["blocks"] = std::move(p.results);
+  std::optional<Digest> anchor;  // the chain's anchor, when its prefix record was written
   if (header->flags & kPutFlagPrefixRecord) {
     if (p.chain_ok && !p.chain.empty()) {
       PrefixRecord rec{*p.chain_compat, p.chain.back(), p.chain};
@@ -239,12 +248,17 @@ Awaitable<void> AggregatedPutHandler::Handle(ExtensionContext& ctx) {
       }
       if (st->ok()) {
         resp["prefix_record"] = *key;
+        anchor = rec.anchor_key;
       } else {
         resp["prefix_record_error"] = st->message();
       }
     } else {
       resp["prefix_record_error"] = "not every container was stored, or compat_ids differ";
     }
+  }
+  // What is durable now, for the owner to announce (it queues; it never blocks the answer).
+  if (res_.options.events && !p.stored_blocks.empty()) {
+    res_.options.events->OnStored(ctx.request.bucket, p.stored_blocks, anchor);
   }
   std::string text = resp.dump();
   s3::HeaderList json_headers = {{"Content-Type", "application/json"}};

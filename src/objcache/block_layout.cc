@@ -36,6 +36,28 @@ std::string BlockObjectKeyPrefix(const Digest& scope_id, const Digest& compat_id
   return Base(scope_id, compat_id) + ToHex(block_key) + ".";
 }
 
+std::optional<BlockObjectName> ParseBlockObjectKey(std::string_view key) {
+  // "kvsp/" 64 "/" 64 "/" 64 "." codec
+  constexpr size_t kFixed = 5 + 64 + 1 + 64 + 1 + 64 + 1;
+  if (key.size() <= kFixed || key.substr(0, 5) != "kvsp/" || key[69] != '/' || key[134] != '/' ||
+      key[199] != '.') {
+    return std::nullopt;
+  }
+  BlockObjectName n;
+  Digest* parts[3] = {&n.scope_id, &n.compat_id, &n.block_key};
+  for (int i = 0; i < 3; ++i) {
+    std::string_view hex = key.substr(5 + size_t(i) * 65, 64);
+    if (!IsLowerHex(hex, 64)) return std::nullopt;
+    auto d = FromHexFixed<32>(hex);
+    if (!d.ok()) return std::nullopt;
+    *parts[i] = *d;
+  }
+  auto codec = kvsp::CodecFromName(key.substr(kFixed));
+  if (!codec.ok()) return std::nullopt;
+  n.codec = *codec;
+  return n;
+}
+
 std::string PrefixRecordKey(const Digest& scope_id, const Digest& compat_id,
                             const Digest& anchor_key) {
   return Base(scope_id, compat_id) + "prefix/" + ToHex(anchor_key);

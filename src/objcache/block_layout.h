@@ -17,6 +17,7 @@
 #ifndef KVCS_OBJCACHE_BLOCK_LAYOUT_H_
 #define KVCS_OBJCACHE_BLOCK_LAYOUT_H_
 
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -46,6 +47,15 @@ std::string BlockObjectKey(const Digest& scope_id, const Digest& compat_id, cons
 // "kvsp/<scope>/<compat>/<block_key>." — lists the codecs held for a block.
 std::string BlockObjectKeyPrefix(const Digest& scope_id, const Digest& compat_id,
                                  const Digest& block_key);
+// The parts of a block object key, the inverse of BlockObjectKey: nullopt for any other key
+// (a prefix record, a codec name not in the registry, uppercase hex, extra path parts).
+struct BlockObjectName {
+  Digest scope_id{};
+  Digest compat_id{};
+  Digest block_key{};
+  kvsp::Codec codec = kvsp::Codec::kRaw;
+};
+std::optional<BlockObjectName> ParseBlockObjectKey(std::string_view key);
 std::string PrefixRecordKey(const Digest& scope_id, const Digest& compat_id,
                             const Digest& anchor_key);
 

@@ -7,6 +7,7 @@
 #include <cstddef>
 #include <string>
 
+#include "objcache/block_events.h"
 #include "objcache/block_layout.h"
 #include "sched/scheduler.h"
 
@@ -28,6 +29,9 @@ struct ServiceOptions {
   // hashing to use every core of a small machine. Separate from offload_threads so that a PUT's
   // fsyncs never delay an aggregated GET.
   int put_threads = 4;
+  // Told which blocks each aggregated PUT stored (block_events.h); null: nobody. Not owned; it
+  // outlives the Service.
+  BlockEvents* events = nullptr;
 };
 
 }  // namespace kvcs::objcache

@@ -15,6 +15,8 @@ import tempfile
 import time
 
 KVCS = sys.argv[1]
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import e2e_util  # noqa: E402
 SCOPE = secrets.token_hex(32)
 OTHER_SCOPE = secrets.token_hex(32)
 COMPAT = secrets.token_hex(32)
@@ -24,22 +26,11 @@ DESCRIPTOR = {"kvsp": 1, "model": "test/tiny-llama", "model_rev": "r1", "tokeniz
 
 
 def run(*args, ok=True):
-    p = subprocess.run([KVCS, *args], capture_output=True, text=True, timeout=60)
-    if ok and p.returncode != 0:
-        sys.exit(f"kvcs {' '.join(args)} failed ({p.returncode}): {p.stderr}")
-    if not ok and p.returncode == 0:
-        sys.exit(f"kvcs {' '.join(args)} succeeded but should fail")
-    return p
+    return e2e_util.run(KVCS, *args, ok=ok)
 
 
 def poll(pred, what, bound_s=10.0):
-    deadline = time.monotonic() + bound_s
-    while time.monotonic() < deadline:
-        v = pred()
-        if v:
-            return v
-        time.sleep(0.02)  # poll interval, bounded by the deadline
-    sys.exit(f"timed out waiting for {what}")
+    return e2e_util.poll(pred, what, bound_s)
 
 
 class Index:

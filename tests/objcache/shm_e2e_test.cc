@@ -29,6 +29,7 @@
 #include "objcache/shm_buffer.h"
 #include "objcache/shm_server.h"
 #include "objcache/shm_wire.h"
+#include "store/forwarding_store.h"
 
 namespace kvcs::objcache {
 namespace {
@@ -235,10 +236,10 @@ TEST_F(ShmDelivery, UnknownTokenIsRefused) {
 
 // A store that parks the first ReadMany batch `match` accepts until Let(): a request held inside a
 // read on the service's offload pool, with no timing involved. Everything else is forwarded.
-class GatedStore final : public store::ObjectStore {
+class GatedStore final : public store::ForwardingStore {
  public:
   using Match = std::function<bool(std::span<store::RangeRead>)>;
-  explicit GatedStore(store::ObjectStore& inner) : inner_(inner) {}
+  explicit GatedStore(store::ObjectStore& inner) : ForwardingStore(inner) {}
   void Arm(Match match) {
     std::lock_guard<std::mutex> l(mu_);
     match_ = std::move(match);
@@ -262,64 +263,10 @@ class GatedStore final : public store::ObjectStore {
         cv_.wait(l, [&] { return let_; });
       }
     }
-    inner_.ReadMany(ranges);
-  }
-
-  Status CreateBucket(std::string_view b) override { return inner_.CreateBucket(b); }
-  Status DeleteBucket(std::string_view b) override { return inner_.DeleteBucket(b); }
-  Result<store::BucketInfo> HeadBucket(std::string_view b) override { return inner_.HeadBucket(b); }
-  Result<std::vector<store::BucketInfo>> ListBuckets() override { return inner_.ListBuckets(); }
-  Result<std::unique_ptr<store::ObjectWriter>> Put(std::string_view b, std::string_view k,
-                                                   store::PutOptions o) override {
-    return inner_.Put(b, k, std::move(o));
-  }
-  Result<std::shared_ptr<const store::ObjectReader>> Open(std::string_view b,
-                                                          std::string_view k) override {
-    return inner_.Open(b, k);
-  }
-  std::vector<Result<std::shared_ptr<const store::ObjectReader>>> OpenMany(
-      std::string_view b, std::span<const std::string> keys) override {
-    return inner_.OpenMany(b, keys);
-  }
-  Result<store::ObjectMeta> Head(std::string_view b, std::string_view k) override {
-    return inner_.Head(b, k);
-  }
-  Status Delete(std::string_view b, std::string_view k) override { return inner_.Delete(b, k); }
-  Result<store::ListResult> List(std::string_view b, const store::ListOptions& o) override {
-    return inner_.List(b, o);
-  }
-  Result<store::ObjectMeta> Copy(std::string_view sb, std::string_view sk, std::string_view db,
-                                 std::string_view dk, std::optional<store::PutOptions> o) override {
-    return inner_.Copy(sb, sk, db, dk, std::move(o));
-  }
-  Result<std::string> CreateMultipart(std::string_view b, std::string_view k,
-                                      store::PutOptions o) override {
-    return inner_.CreateMultipart(b, k, std::move(o));
-  }
-  Result<std::unique_ptr<store::ObjectWriter>> PutPart(std::string_view b, std::string_view k,
-                                                       std::string_view u, int n,
-                                                       store::PutOptions o) override {
-    return inner_.PutPart(b, k, u, n, std::move(o));
-  }
-  Result<std::vector<store::PartInfo>> ListParts(std::string_view b, std::string_view k,
-                                                 std::string_view u) override {
-    return inner_.ListParts(b, k, u);
-  }
-  Result<store::ObjectMeta> CompleteMultipart(std::string_view b, std::string_view k,
-                                              std::string_view u,
-                                              std::span<const store::CompletePart> p) override {
-    return inner_.CompleteMultipart(b, k, u, p);
-  }
-  Status AbortMultipart(std::string_view b, std::string_view k, std::string_view u) override {
-    return inner_.AbortMultipart(b, k, u);
-  }
-  Result<std::vector<store::UploadInfo>> ListMultipartUploads(std::string_view b,
-                                                              std::string_view p) override {
-    return inner_.ListMultipartUploads(b, p);
+    inner().ReadMany(ranges);
   }
 
  private:
-  store::ObjectStore& inner_;
   std::mutex mu_;
   std::condition_variable cv_;
   Match match_;
