@@ -113,7 +113,7 @@ KVCS_API void kvcs_client_free(kvcs_client* client);
 /* Number of full blocks of n_tokens tokens (n_tokens / block_tokens). */
 KVCS_API kvcs_status kvcs_block_count(const kvcs_client* client, size_t n_tokens, size_t* out);
 /* The 32-byte Block Key of block `index` (0-based) of tokens, and the store object key of that
- * block ("kvsp/<scope>/<compat>/<key>.raw", NUL-terminated, at most 200 bytes) when key_out is
+ * block ("kvsp/<scope>/<compat>/<key>.raw", NUL-terminated: 204 bytes) when key_out is
  * non-NULL. */
 KVCS_API kvcs_status kvcs_block_key(const kvcs_client* client, const uint32_t* tokens,
                                     size_t n_tokens, size_t index, uint8_t key[32], char* key_out,
@@ -156,8 +156,9 @@ KVCS_API kvcs_load* kvcs_load_start(kvcs_client* client, const uint32_t* tokens,
  * KVCS_ERR_UNKNOWN_LAYER, KVCS_ERR_FINISHED. failed may be NULL when failed_cap is 0. */
 KVCS_API kvcs_status kvcs_load_wait_layer(kvcs_load* load, uint32_t layer, uint32_t* failed,
                                           size_t failed_cap, size_t* n_failed);
-/* Asks the loader to stop: layers not yet written stay untouched and report KVCS_ERR_CANCELLED.
- * Returns at once; a layer being written when it is called completes. */
+/* Stops the loader: once it returns, nothing more is written into the buffers; layers not yet
+ * written stay untouched and report KVCS_ERR_CANCELLED (a layer being written when it is called
+ * completes first, so this may wait for one layer's copy). */
 KVCS_API kvcs_status kvcs_load_cancel(kvcs_load* load);
 /* Waits for the loader thread to end (nothing is written into the buffers after it returns).
  * KVCS_OK when every layer of every block arrived, else the first failure's status. Later calls

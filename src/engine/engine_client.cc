@@ -76,8 +76,9 @@ Result<std::unique_ptr<EngineClient>> EngineClient::Create(EngineClientOptions o
   c->scope_id_ = kvsp::ScopeId(c->options_.scope_key);
   c->compat_id_ = kvsp::CompatId(c->options_.descriptor);
   c->chain_key_ = kvsp::ChainKey(c->options_.scope_key, c->compat_id_);
-  c->shape_ = SectionShape{d.block_tokens, d.kv_heads, d.head_dim,
-                           static_cast<uint32_t>(kvsp::DtypeBytes(d.kv_dtype))};
+  const kvsp::Descriptor& cd = c->options_.descriptor;
+  c->shape_ = SectionShape{cd.block_tokens, cd.kv_heads, cd.head_dim,
+                           static_cast<uint32_t>(kvsp::DtypeBytes(cd.kv_dtype))};
   if (c->options_.create_bucket) {
     PooledConnection conn = c->Borrow();
     Status s = conn->CreateBucket(c->options_.bucket);

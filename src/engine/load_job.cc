@@ -104,8 +104,11 @@ void LoadJob::Run() {
   try {
     PooledConnection conn = client_->Borrow();
     auto r = conn->AggregateGet(client_->bucket(), req, [&](const objcache::DeliveredLayer& dl) {
-      if (cancel_.load())
+      // Held while this layer is written: once Cancel() returned, nothing more is written.
+      std::lock_guard<std::mutex> writing(write_mu_);
+      if (cancel_.load()) {
         return EngineStatus(Code::kFailedPrecondition, EngineError::kCancelled, "load cancelled");
+      }
       if (dl.layer != next || dl.layer >= layers_.size() || dl.blocks.size() != keys_.size()) {
         return Status(Code::kInternal, "store stream does not match the request");
       }
@@ -193,7 +196,10 @@ Status LoadJob::WaitLayer(uint32_t layer, std::vector<uint32_t>* failed) {
   return state_[layer].status;
 }
 
-void LoadJob::Cancel() { cancel_.store(true); }
+void LoadJob::Cancel() {
+  std::lock_guard<std::mutex> writing(write_mu_);
+  cancel_.store(true);
+}
 
 Status LoadJob::Finish() {
   {

@@ -43,6 +43,7 @@ class LoadJob {
   // Waits for `layer`; *failed gets the failed block indices (ascending). OK, or a Status with
   // kBlocksFailed / kCancelled / kTransport / kUnknownLayer / kFinished detail.
   Status WaitLayer(uint32_t layer, std::vector<uint32_t>* failed);
+  // After it returns, no byte more is written into the engine's buffers.
   void Cancel();
   // Joins the loader; OK when everything arrived.
   Status Finish();
@@ -59,6 +60,7 @@ class LoadJob {
   std::vector<uint32_t> block_ids_;
   std::vector<LayerTarget> layers_;
   PagedLayout layout_;
+  std::mutex write_mu_;  // held while a layer is written into the engine's buffers
   std::atomic<bool> cancel_{false};
   std::thread thread_;
 
