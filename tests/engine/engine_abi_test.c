@@ -1,5 +1,5 @@
 /* The engine C ABI (include/kvcs/kvcs.h) from a C program: every call and every error path,
- * against a real `kvcs store` process that tests/engine/store_process.py started (its address
+ * against a real `kvcs store` process that python/kvcs/dev_store.py started (its address
  * and keys in the KVCS_TEST_* environment). The store runs with a bandwidth cap so that the
  * cancelled load is cancelled midway. Exits 0 when every check passed. */
 #include <kvcs/kvcs.h>
@@ -36,7 +36,7 @@ enum { kBufBytes = kEngineBlocks * kBlockStride };
 static const char* env(const char* name) {
   const char* v = getenv(name);
   if (!v) {
-    fprintf(stderr, "%s is not set: run me through tests/engine/store_process.py\n", name);
+    fprintf(stderr, "%s is not set: run me through python/kvcs/dev_store.py\n", name);
     exit(2);
   }
   return v;

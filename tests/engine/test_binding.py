@@ -13,7 +13,7 @@ import torch
 
 import kvcs
 from kvcs import KvcsError
-from store_process import StoreProcess
+from kvcs.dev_store import StoreProcess
 
 L, H, D, B, NB = 3, 2, 8, 4, 6
 

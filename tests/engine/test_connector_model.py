@@ -16,7 +16,7 @@ import torch
 from kvcs.connector import KVCSConfig, KVCSConnector, KVConnectorRole
 from kvcs.mini_engine import MiniEngine
 from kvcs.tiny_llama import TinyLlama, TinyLlamaConfig
-from store_process import StoreProcess, object_path
+from kvcs.dev_store import StoreProcess, object_path
 
 B = 16
 TOLERANCE = 1e-4

@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
-"""A real `kvcs store` process on 127.0.0.1 for the engine tests (standard library only).
+"""A development `kvcs store` process on 127.0.0.1, for the engine tests and examples (standard
+library only).
 
-As a program: store_process.py KVCS [--store-arg ARG]... -- COMMAND...
+As a program: python3 python/kvcs/dev_store.py KVCS [--store-arg ARG]... -- COMMAND...
 starts the store in a fresh temporary directory (port 0, same-host socket in that directory),
 runs COMMAND with the environment below, stops the store and exits with COMMAND's status.
 As a module: `with StoreProcess(kvcs) as s:` gives the same values as attributes.
