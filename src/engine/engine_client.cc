@@ -107,14 +107,14 @@ Result<size_t> EngineClient::Lookup(std::span<const uint32_t> tokens, size_t fir
                                               " is beyond the prompt's " +
                                               std::to_string(keys.size()) + " full blocks");
   }
-  PooledConnection conn = Borrow();
   size_t held = first_block;
   // One HEAD per block, in order, until the first the store lacks: a prefix is loadable only up
   // to its first hole.
   for (; held < keys.size(); ++held) {
-    auto r = conn->Request("HEAD", "/" + options_.bucket + "/" + ObjectKey(keys[held]), "", {});
+    const std::string path = "/" + options_.bucket + "/" + ObjectKey(keys[held]);
+    auto r = WithConnection([&](objcache::Client& c) { return c.Request("HEAD", path, "", {}); },
+                            [] { return true; });
     if (!r.ok()) {
-      conn.MarkBroken();
       return EngineStatus(Code::kUnavailable, EngineError::kTransport,
                           "lookup: " + r.status().message());
     }
@@ -133,10 +133,11 @@ PooledConnection EngineClient::Borrow() {
     if (!idle_.empty()) {
       auto c = std::move(idle_.back());
       idle_.pop_back();
-      return PooledConnection(this, std::move(c));
+      return PooledConnection(this, std::move(c), /*reused=*/true);
     }
   }
-  return PooledConnection(this, std::make_unique<objcache::Client>(connection_options_));
+  return PooledConnection(this, std::make_unique<objcache::Client>(connection_options_),
+                          /*reused=*/false);
 }
 
 void EngineClient::Return(std::unique_ptr<objcache::Client> c) {

@@ -50,10 +50,12 @@ class EngineClient;
 // when marked broken).
 class PooledConnection {
  public:
-  PooledConnection(EngineClient* owner, std::unique_ptr<objcache::Client> c)
-      : owner_(owner), client_(std::move(c)) {}
+  PooledConnection(EngineClient* owner, std::unique_ptr<objcache::Client> c, bool reused)
+      : owner_(owner), client_(std::move(c)), reused_(reused) {}
   ~PooledConnection();
   PooledConnection(PooledConnection&&) = default;
+  // True when it served earlier requests: the store may have closed it while it was idle.
+  bool reused() const { return reused_; }
   objcache::Client* operator->() { return client_.get(); }
   objcache::Client& operator*() { return *client_; }
   void MarkBroken() { broken_ = true; }
@@ -61,6 +63,7 @@ class PooledConnection {
  private:
   EngineClient* owner_;
   std::unique_ptr<objcache::Client> client_;
+  bool reused_ = false;
   bool broken_ = false;
 };
 
@@ -83,6 +86,26 @@ class EngineClient {
   Result<size_t> Lookup(std::span<const uint32_t> tokens, size_t first_block);
 
   PooledConnection Borrow();
+
+  // Runs call(objcache::Client&) -> Result/Status on a pooled connection. A failure on a reused
+  // connection (one the store may have closed while it sat idle: the request dies with a broken
+  // pipe or a reset) is retried once on a fresh connection when may_retry() says the call had no
+  // effect the caller saw yet. The connection is dropped after any failure.
+  template <typename Call, typename MayRetry>
+  auto WithConnection(Call&& call, MayRetry&& may_retry) {
+    PooledConnection conn = Borrow();
+    auto r = call(*conn);
+    if (!r.ok()) {
+      conn.MarkBroken();
+      if (conn.reused() && may_retry()) {
+        PooledConnection fresh(this, std::make_unique<objcache::Client>(connection_options_),
+                               /*reused=*/false);
+        r = call(*fresh);
+        if (!r.ok()) fresh.MarkBroken();
+      }
+    }
+    return r;
+  }
 
  private:
   friend class PooledConnection;

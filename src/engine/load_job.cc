@@ -102,55 +102,55 @@ void LoadJob::Run() {
   uint32_t next = 0;
   Status result;
   try {
-    PooledConnection conn = client_->Borrow();
-    auto r = conn->AggregateGet(client_->bucket(), req, [&](const objcache::DeliveredLayer& dl) {
-      // Held while this layer is written: once Cancel() returned, nothing more is written.
-      std::lock_guard<std::mutex> writing(write_mu_);
-      if (cancel_.load()) {
-        return EngineStatus(Code::kFailedPrecondition, EngineError::kCancelled, "load cancelled");
-      }
-      if (dl.layer != next || dl.layer >= layers_.size() || dl.blocks.size() != keys_.size()) {
-        return Status(Code::kInternal, "store stream does not match the request");
-      }
-      LayerState st;
-      std::string why;
-      const LayerTarget& t = layers_[dl.layer];
-      for (uint32_t i = 0; i < dl.blocks.size(); ++i) {
-        const objcache::DeliveredBlock& b = dl.blocks[i];
-        if (b.status != objcache::BlockStatus::kPresent || b.k_len != section ||
-            b.v_len != section || b.data.size() != 2 * section) {
-          st.failed.push_back(i);
-          if (why.empty()) {
-            why = "layer " + std::to_string(dl.layer) + " block " + std::to_string(i) + ": " +
-                  std::string(b.status == objcache::BlockStatus::kPresent
-                                  ? "unexpected section size"
-                                  : BlockStatusName(b.status));
-          }
-          continue;
+    // Retried on a fresh connection only when nothing was delivered yet.
+    auto get = [&](objcache::Client& c) {
+      return c.AggregateGet(client_->bucket(), req, [&](const objcache::DeliveredLayer& dl) {
+        // Held while this layer is written: once Cancel() returned, nothing more is written.
+        std::lock_guard<std::mutex> writing(write_mu_);
+        if (cancel_.load()) {
+          return EngineStatus(Code::kFailedPrecondition, EngineError::kCancelled, "load cancelled");
         }
-        ScatterSection(b.data.data(), layout_, shape, block_ids_[i], t.k);
-        ScatterSection(b.data.data() + section, layout_, shape, block_ids_[i], t.v);
-      }
-      if (!st.failed.empty()) {
-        st.status =
-            EngineStatus(Code::kCorruption, EngineError::kBlocksFailed,
-                         std::to_string(st.failed.size()) + " of " + std::to_string(keys_.size()) +
-                             " blocks failed (first: " + why + ")");
-      }
-      st.done = true;
-      {
-        std::lock_guard<std::mutex> l(mu_);
-        if (!st.status.ok() && first_failure_.ok()) first_failure_ = st.status;
-        state_[dl.layer] = std::move(st);
-      }
-      cv_.notify_all();
-      ++next;
-      return Status::Ok();
-    });
-    if (!r.ok()) {
-      conn.MarkBroken();
-      result = r.status();
-    }
+        if (dl.layer != next || dl.layer >= layers_.size() || dl.blocks.size() != keys_.size()) {
+          return Status(Code::kInternal, "store stream does not match the request");
+        }
+        LayerState st;
+        std::string why;
+        const LayerTarget& t = layers_[dl.layer];
+        for (uint32_t i = 0; i < dl.blocks.size(); ++i) {
+          const objcache::DeliveredBlock& b = dl.blocks[i];
+          if (b.status != objcache::BlockStatus::kPresent || b.k_len != section ||
+              b.v_len != section || b.data.size() != 2 * section) {
+            st.failed.push_back(i);
+            if (why.empty()) {
+              why = "layer " + std::to_string(dl.layer) + " block " + std::to_string(i) + ": " +
+                    std::string(b.status == objcache::BlockStatus::kPresent
+                                    ? "unexpected section size"
+                                    : BlockStatusName(b.status));
+            }
+            continue;
+          }
+          ScatterSection(b.data.data(), layout_, shape, block_ids_[i], t.k);
+          ScatterSection(b.data.data() + section, layout_, shape, block_ids_[i], t.v);
+        }
+        if (!st.failed.empty()) {
+          st.status = EngineStatus(Code::kCorruption, EngineError::kBlocksFailed,
+                                   std::to_string(st.failed.size()) + " of " +
+                                       std::to_string(keys_.size()) +
+                                       " blocks failed (first: " + why + ")");
+        }
+        st.done = true;
+        {
+          std::lock_guard<std::mutex> l(mu_);
+          if (!st.status.ok() && first_failure_.ok()) first_failure_ = st.status;
+          state_[dl.layer] = std::move(st);
+        }
+        cv_.notify_all();
+        ++next;
+        return Status::Ok();
+      });
+    };
+    auto r = client_->WithConnection(get, [&] { return next == 0 && !cancel_.load(); });
+    if (!r.ok()) result = r.status();
   } catch (const std::exception& e) {
     result = Status(Code::kInternal, std::string("loader: ") + e.what());
   }

@@ -103,11 +103,14 @@ Result<size_t> SaveJob::Finish() {
   }
   layers_.clear();
   std::vector<ByteSpan> spans(containers.begin(), containers.end());
-  PooledConnection conn = client_->Borrow();
-  auto r = conn->AggregatePut(client_->bucket(), client_->scope_id(), spans,
+  // Idempotent (the same containers under the same content-derived keys): always retryable.
+  auto r = client_->WithConnection(
+      [&](objcache::Client& c) {
+        return c.AggregatePut(client_->bucket(), client_->scope_id(), spans,
                               /*prefix_record=*/first_block_ == 0);
+      },
+      [] { return true; });
   if (!r.ok()) {
-    conn.MarkBroken();
     return EngineStatus(Code::kUnavailable, EngineError::kTransport,
                         "save: " + r.status().message());
   }
