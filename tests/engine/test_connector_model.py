@@ -2,10 +2,11 @@
 """The tiny Llama model (python/kvcs/tiny_llama.py) driven through KVCSConnector as vLLM drives a
 connector, against a real `kvcs store`: request A prefills and saves its KV layer by layer;
 request B shares A's first blocks, loads them through kvcs and computes only its suffix; B's
-next-token logits equal a full recompute (fp32: max |diff| <= 1e-4). Then one of A's blocks is
+next-token logits equal a full recompute (fp32: max |diff| <= 1e-4; bf16 KV and weights: the same
+top-1 token and max |diff| <= 0.1: logits are ~3 in magnitude, where bf16 values are 1/64 apart). Then one of A's blocks is
 corrupted in the store's files: B's load reports it (get_block_ids_with_load_errors), the engine
 recomputes from it, and the logits are still right. Both paths: the store over HTTP and the same
-host (shared buffer).
+host (shared buffer); bf16 over HTTP.
 
 usage: test_connector_model.py KVCS_BINARY"""
 import os
@@ -19,7 +20,7 @@ from kvcs.tiny_llama import TinyLlama, TinyLlamaConfig
 from kvcs.dev_store import StoreProcess, object_path
 
 B = 16
-TOLERANCE = 1e-4
+TOLERANCE = {torch.float32: 1e-4, torch.bfloat16: 0.1}
 
 
 def check(cond, what):
@@ -38,7 +39,7 @@ def corrupt_block(store, bucket, connector, tokens, block, layer, model_cfg):
     _, key = connector.client.block_key(tokens, block)
     path = object_path(store.root, bucket, key)
     layers = model_cfg.layers
-    section = B * model_cfg.kv_heads * model_cfg.head_dim * 4
+    section = B * model_cfg.kv_heads * model_cfg.head_dim * torch.finfo(model_cfg.dtype).bits // 8
     # KVSP container: 92-byte header, 52-byte layer entries, then K0 V0 K1 V1 ...
     offset = 92 + 52 * layers + layer * 2 * section + 5
     with open(path, "r+b") as f:
@@ -48,9 +49,17 @@ def corrupt_block(store, bucket, connector, tokens, block, layer, model_cfg):
         f.write(bytes([byte[0] ^ 0x40]))
 
 
-def run_path(kvcs, shm):
-    name = "same host" if shm else "HTTP"
-    model_cfg = TinyLlamaConfig()
+def check_logits(got, want, dtype, what):
+    diff = (got.float() - want.float()).abs().max().item()
+    check(diff <= TOLERANCE[dtype], "%s: logits differ from recompute by %g" % (what, diff))
+    if dtype != torch.float32:
+        check(got.argmax().item() == want.argmax().item(), "%s: top-1 token differs" % what)
+    return diff
+
+
+def run_path(kvcs, shm, dtype=torch.float32):
+    name = ("same host" if shm else "HTTP") + ("" if dtype == torch.float32 else " bf16")
+    model_cfg = TinyLlamaConfig(dtype=dtype)
     model = TinyLlama(model_cfg)
     with StoreProcess(kvcs) as store:
         bucket = "engine-model"
@@ -75,10 +84,9 @@ def run_path(kvcs, shm):
         check(rep_b.external_tokens == 5 * B,
               "%s: B loaded %d tokens, want %d" % (name, rep_b.external_tokens, 5 * B))
         check(not rep_b.load_errors, "%s: unexpected load errors %s" % (name, rep_b.load_errors))
-        diff = (got_b - want_b).abs().max().item()
-        check(diff <= TOLERANCE, "%s: reuse logits differ from recompute by %g" % (name, diff))
-        print("%s: B reused %d of %d tokens, max |logit diff| %.3g" %
-              (name, rep_b.external_tokens, len(tokens_b), diff))
+        diff = check_logits(got_b, want_b, dtype, name + ": B")
+        print("%s: B reused %d of %d tokens, max |logit diff| %.3g (max |logit| %.3g)" %
+              (name, rep_b.external_tokens, len(tokens_b), diff, want_b.abs().max().item()))
         # B saved its own blocks beyond the shared prefix (7 full blocks in all).
         check(eng.scheduler.client.lookup(tokens_b) == 7 * B, "%s: B's suffix not saved" % name)
 
@@ -93,8 +101,7 @@ def run_path(kvcs, shm):
               (name, rep_c.load_errors))
         check(rep_c.recomputed_from == 2 * B, "%s: recomputed from %s, want %d" %
               (name, rep_c.recomputed_from, 2 * B))
-        diff_c = (got_c - want_c).abs().max().item()
-        check(diff_c <= TOLERANCE, "%s: logits after recompute differ by %g" % (name, diff_c))
+        diff_c = check_logits(got_c, want_c, dtype, name + ": C after recompute")
         # C's suffix was computed after a failed load: it must not have been stored.
         check(eng.scheduler.client.lookup(tokens_c) == 5 * B,
               "%s: C saved KV computed over a failed prefix" % name)
@@ -110,6 +117,7 @@ def main():
     torch.set_num_threads(min(2, os.cpu_count() or 1))
     run_path(sys.argv[1], shm=False)
     run_path(sys.argv[1], shm=True)
+    run_path(sys.argv[1], shm=False, dtype=torch.bfloat16)
     print("connector + model: all checks passed")
     return 0
 
