@@ -84,8 +84,7 @@ Result<std::unique_ptr<EngineClient>> EngineClient::Create(EngineClientOptions o
     Status s = conn->CreateBucket(c->options_.bucket);
     if (!s.ok()) {
       conn.MarkBroken();
-      return EngineStatus(Code::kUnavailable, EngineError::kTransport,
-                          "create bucket: " + s.message());
+      return EngineStatus(Code::kUnavailable, EngineError::kTransport, s.message());
     }
   }
   return c;
@@ -93,6 +92,31 @@ Result<std::unique_ptr<EngineClient>> EngineClient::Create(EngineClientOptions o
 
 std::vector<Digest> EngineClient::Keys(std::span<const uint32_t> tokens) const {
   return kvsp::BlockKeys(chain_key_, options_.descriptor.block_tokens, tokens);
+}
+
+Result<std::vector<Digest>> EngineClient::RangeKeys(std::span<const uint32_t> tokens,
+                                                    size_t first_block, size_t n_block_ids,
+                                                    size_t max_blocks,
+                                                    std::string_view what) const {
+  std::vector<Digest> keys = Keys(tokens);
+  const std::string op(what);
+  if (first_block >= keys.size()) {
+    return Status(Code::kInvalidArgument, "nothing to " + op + ": first_block " +
+                                              std::to_string(first_block) + " of " +
+                                              std::to_string(keys.size()) + " full blocks");
+  }
+  const size_t n = keys.size() - first_block;
+  if (n > max_blocks) {
+    return Status(Code::kInvalidArgument,
+                  "more than " + std::to_string(max_blocks) + " blocks in one " + op);
+  }
+  if (n_block_ids != n) {
+    return Status(Code::kInvalidArgument, "block_ids has " + std::to_string(n_block_ids) +
+                                              " entries, the " + op + " " + std::to_string(n) +
+                                              " blocks");
+  }
+  keys.erase(keys.begin(), keys.begin() + static_cast<std::ptrdiff_t>(first_block));
+  return keys;
 }
 
 std::string EngineClient::ObjectKey(const Digest& block_key) const {

@@ -9,6 +9,7 @@
 #include <mutex>
 #include <span>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "common/crypto.h"
@@ -80,6 +81,12 @@ class EngineClient {
 
   // Block Keys of every full block of tokens.
   std::vector<Digest> Keys(std::span<const uint32_t> tokens) const;
+  // The keys of blocks [first_block, full blocks) of tokens, the blocks one load or save moves:
+  // checks that there is at least one, at most max_blocks, and one engine block id each.
+  // `what` ("load", "save") names the operation in messages.
+  Result<std::vector<Digest>> RangeKeys(std::span<const uint32_t> tokens, size_t first_block,
+                                        size_t n_block_ids, size_t max_blocks,
+                                        std::string_view what) const;
   // The store object key of a block.
   std::string ObjectKey(const Digest& block_key) const;
   // Leading loadable tokens (see kvcs_lookup).

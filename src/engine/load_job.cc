@@ -44,21 +44,9 @@ Result<std::unique_ptr<LoadJob>> LoadJob::Start(EngineClient* client,
                                                 std::span<const LayerTarget> layers,
                                                 const PagedLayout& layout) {
   const kvsp::Descriptor& d = client->descriptor();
-  std::vector<Digest> keys = client->Keys(tokens);
-  if (first_block >= keys.size()) {
-    return Status(Code::kInvalidArgument, "nothing to load: first_block " +
-                                              std::to_string(first_block) + " of " +
-                                              std::to_string(keys.size()) + " full blocks");
-  }
-  if (keys.size() - first_block > objcache::kMaxBlocks) {
-    return Status(Code::kInvalidArgument,
-                  "more than " + std::to_string(objcache::kMaxBlocks) + " blocks in one load");
-  }
-  if (block_ids.size() != keys.size() - first_block) {
-    return Status(Code::kInvalidArgument,
-                  "block_ids has " + std::to_string(block_ids.size()) + " entries, the load " +
-                      std::to_string(keys.size() - first_block) + " blocks");
-  }
+  KVCS_ASSIGN_OR_RETURN(
+      std::vector<Digest> keys,
+      client->RangeKeys(tokens, first_block, block_ids.size(), objcache::kMaxBlocks, "load"));
   if (layers.size() != d.layers) {
     return Status(Code::kInvalidArgument, "layers has " + std::to_string(layers.size()) +
                                               " entries, the model " + std::to_string(d.layers));
@@ -75,7 +63,6 @@ Result<std::unique_ptr<LoadJob>> LoadJob::Start(EngineClient* client,
       }
     }
   }
-  keys.erase(keys.begin(), keys.begin() + static_cast<std::ptrdiff_t>(first_block));
   std::unique_ptr<LoadJob> job(new LoadJob(
       client, std::move(keys), std::vector<uint32_t>(block_ids.begin(), block_ids.end()),
       std::vector<LayerTarget>(layers.begin(), layers.end()), layout));

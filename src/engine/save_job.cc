@@ -23,24 +23,12 @@ Result<std::unique_ptr<SaveJob>> SaveJob::Begin(EngineClient* client,
                                                 size_t first_block,
                                                 std::span<const uint32_t> block_ids,
                                                 const PagedLayout& layout) {
-  std::vector<Digest> keys = client->Keys(tokens);
-  if (first_block >= keys.size()) {
-    return Status(Code::kInvalidArgument, "nothing to save: first_block " +
-                                              std::to_string(first_block) + " of " +
-                                              std::to_string(keys.size()) + " full blocks");
-  }
-  if (keys.size() - first_block > objcache::kMaxPutContainers) {
-    return Status(Code::kInvalidArgument, "too many blocks in one save");
-  }
-  if (block_ids.size() != keys.size() - first_block) {
-    return Status(Code::kInvalidArgument,
-                  "block_ids has " + std::to_string(block_ids.size()) + " entries, the save " +
-                      std::to_string(keys.size() - first_block) + " blocks");
-  }
+  KVCS_ASSIGN_OR_RETURN(std::vector<Digest> keys,
+                        client->RangeKeys(tokens, first_block, block_ids.size(),
+                                          objcache::kMaxPutContainers, "save"));
   // The buffers' sizes are known per layer only; check what can be checked now.
   Status s = CheckLayout(layout, client->shape(), block_ids, UINT64_MAX);
   if (!s.ok()) return EngineStatus(s.code(), EngineError::kOutOfBounds, s.message());
-  keys.erase(keys.begin(), keys.begin() + static_cast<std::ptrdiff_t>(first_block));
   return std::unique_ptr<SaveJob>(
       new SaveJob(client, std::move(keys), first_block,
                   std::vector<uint32_t>(block_ids.begin(), block_ids.end()), layout));

@@ -38,7 +38,7 @@ def descriptor(layers=L, dtype="fp32"):
 
 
 def main():
-    with StoreProcess(sys.argv[1], ["--bandwidth-cap=400000"]) as s:
+    with StoreProcess(sys.argv[1], ["--bandwidth-cap=32000000"]) as s:
         mk = lambda **kw: kvcs.Client(s.url, s.access_key, s.secret_key, kw.pop("d", descriptor()),
                                       bucket="binding", create_bucket=True, **kw)
         raises("KVCS_ERR_NOT_YET", mk, relay_url="moqt://127.0.0.1:1")
@@ -111,16 +111,18 @@ def main():
         check(load.finish() == "KVCS_ERR_BLOCKS_FAILED", "overall status")
         load.close()
 
-        # The GIL is released while waiting: a Python thread runs during a slow (capped) load.
-        big = mk(d=dict(descriptor(layers=16), kv_heads=8, head_dim=64, block_tokens=16))
-        t2 = list(range(48))
-        bufs = [(np.ones((3, 16, 8, 64), np.float32), np.ones((3, 16, 8, 64), np.float32))
-                for _ in range(16)]
-        lay = (16 * 8 * 64 * 4, 8 * 64 * 4, 64 * 4)
-        sv = big.save(t2, 0, [0, 1, 2], lay)
-        for layer in range(16):
+        # The GIL is released while waiting: a Python thread runs during a slow load (64 MiB
+        # under the store's 32 MB/s cap, paced per 16 MiB read window), which is then cancelled.
+        nl, nb = 32, 16
+        big = mk(d=dict(descriptor(layers=nl), kv_heads=8, head_dim=128, block_tokens=16))
+        t2 = list(range(nb * 16))
+        bufs = [(np.ones((nb, 16, 8, 128), np.float32), np.ones((nb, 16, 8, 128), np.float32))
+                for _ in range(nl)]
+        lay = kvcs.paged_layout(bufs[0][0], 16, 8, 128)
+        sv = big.save(t2, 0, list(range(nb)), lay)
+        for layer in range(nl):
             sv.save_layer(layer, *bufs[layer])
-        sv.finish()
+        check(sv.finish() == nb, "big save")
         sv.close()
         ticks = [0]
         stop = threading.Event()
@@ -130,14 +132,13 @@ def main():
                 ticks[0] += 1
 
         th = threading.Thread(target=spin)
-        ld = big.load(t2, 0, [0, 1, 2], bufs, lay)
+        ld = big.load(t2, 0, list(range(nb)), bufs, lay)
         ld.wait_layer(0)
-        before = ticks[0]
         th.start()
-        ld.wait_layer(3)  # ~1.5 s under the cap
-        during = ticks[0] - before
+        ld.wait_layer(12)  # in the second window: ~0.5 s after the first
+        during = ticks[0]
         ld.cancel()
-        raises("KVCS_ERR_CANCELLED", ld.wait_layer, 15)
+        raises("KVCS_ERR_CANCELLED", ld.wait_layer, nl - 1)
         stop.set()
         th.join()
         ld.close()

@@ -2,9 +2,9 @@
 """The tiny Llama model (python/kvcs/tiny_llama.py) driven through KVCSConnector as vLLM drives a
 connector, against a real `kvcs store`: request A prefills and saves its KV layer by layer;
 request B shares A's first blocks, loads them through kvcs and computes only its suffix; B's
-next-token logits equal a full recompute (fp32: max |diff| <= 1e-4; bf16 KV and weights: the same
-top-1 token and max |diff| <= 0.1: logits are ~3 in magnitude, where bf16 values are 1/64 apart). Then one of A's blocks is
-corrupted in the store's files: B's load reports it (get_block_ids_with_load_errors), the engine
+next-token logits equal a full recompute (fp32: max |diff| <= 1e-4; bf16 KV and weights: the
+same top-1 token and max |diff| <= 0.1: logits are ~3 in magnitude, where bf16 values are 1/64
+apart). Then one of A's blocks is corrupted in the store's files: B's load reports it (get_block_ids_with_load_errors), the engine
 recomputes from it, and the logits are still right. Both paths: the store over HTTP and the same
 host (shared buffer); bf16 over HTTP.
 
