@@ -187,7 +187,8 @@ class Client {
          const py::dict& descriptor, const std::string& bucket, std::optional<py::bytes> scope_key,
          std::optional<std::string> shm_socket, bool create_bucket,
          std::optional<std::string> relay_url, std::optional<std::string> index_url,
-         std::optional<std::string> producer_key_pem, uint64_t shm_buffer_bytes) {
+         std::optional<std::string> producer_key_pem, uint64_t shm_buffer_bytes,
+         uint64_t compute_us_per_layer, uint64_t stall_target_us) {
     auto str = [&](const char* k, const char* dflt) -> std::string {
       if (!descriptor.contains(k)) {
         if (dflt) return dflt;
@@ -225,6 +226,8 @@ class Client {
     c.create_bucket = create_bucket;
     c.shm_socket = shm_socket ? shm_socket->c_str() : nullptr;
     c.shm_buffer_bytes = shm_buffer_bytes;
+    c.compute_us_per_layer = compute_us_per_layer;
+    c.stall_target_us = stall_target_us;
     c.relay_url = relay_url ? relay_url->c_str() : nullptr;
     c.index_url = index_url ? index_url->c_str() : nullptr;
     c.scope_key = scope_key ? reinterpret_cast<const uint8_t*>(key.data()) : nullptr;
@@ -334,12 +337,13 @@ PYBIND11_MODULE(_kvcs_native, m) {
       .def(py::init<const std::string&, const std::string&, const std::string&, const py::dict&,
                     const std::string&, std::optional<py::bytes>, std::optional<std::string>, bool,
                     std::optional<std::string>, std::optional<std::string>,
-                    std::optional<std::string>, uint64_t>(),
+                    std::optional<std::string>, uint64_t, uint64_t, uint64_t>(),
            py::arg("store_url"), py::arg("access_key"), py::arg("secret_key"),
            py::arg("descriptor"), py::arg("bucket") = "kvcache", py::arg("scope_key") = py::none(),
            py::arg("shm_socket") = py::none(), py::arg("create_bucket") = false,
            py::arg("relay_url") = py::none(), py::arg("index_url") = py::none(),
-           py::arg("producer_key_pem") = py::none(), py::arg("shm_buffer_bytes") = 0)
+           py::arg("producer_key_pem") = py::none(), py::arg("shm_buffer_bytes") = 0,
+           py::arg("compute_us_per_layer") = 0, py::arg("stall_target_us") = 0)
       .def_property_readonly("layers", &Client::layers)
       .def_property_readonly("block_tokens", &Client::block_tokens)
       .def_property_readonly("kv_dtype", &Client::kv_dtype)

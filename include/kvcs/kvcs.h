@@ -100,6 +100,11 @@ typedef struct kvcs_client_config {
   const char* producer_key_pem; /* NULL, or a P-256/Ed25519 private key (PEM) that will sign
                                    MOQT manifests; checked now, used once MOQT publishing is in */
   kvcs_descriptor descriptor;
+  /* Scheduling inputs sent with every load (docs/protocols/objectcache-aggregated.md §3): the
+   * engine's compute time per layer and the stall per layer it tolerates, in microseconds; a store
+   * under --bandwidth-cap shares its bandwidth by them. 0: not given. */
+  uint64_t compute_us_per_layer;
+  uint64_t stall_target_us;
 } kvcs_client_config;
 
 typedef struct kvcs_client kvcs_client;

@@ -61,6 +61,8 @@ class KVCSConfig:
     relay_url: str = None
     index_url: str = None
     create_bucket: bool = True
+    compute_us_per_layer: int = 0   # scheduling inputs of every load (objectcache §3)
+    stall_target_us: int = 0
 
     @staticmethod
     def from_any(config):
@@ -79,7 +81,8 @@ class KVCSConfig:
         return Client(self.store_url, self.access_key, self.secret_key, self.descriptor,
                       bucket=self.bucket, scope_key=self.scope_key, shm_socket=self.shm_socket,
                       create_bucket=self.create_bucket, relay_url=self.relay_url,
-                      index_url=self.index_url)
+                      index_url=self.index_url, compute_us_per_layer=self.compute_us_per_layer,
+                      stall_target_us=self.stall_target_us)
 
 
 @dataclass

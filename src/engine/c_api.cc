@@ -193,6 +193,8 @@ kvcs_client* kvcs_client_create(const kvcs_client_config* config, int* status) {
     o.create_bucket = config->create_bucket != 0;
     if (config->shm_socket) o.shm_socket = config->shm_socket;
     if (config->shm_buffer_bytes) o.shm_buffer_bytes = config->shm_buffer_bytes;
+    o.compute_us_per_layer = config->compute_us_per_layer;
+    o.stall_target_us = config->stall_target_us;
     if (config->scope_key) std::memcpy(o.scope_key.data(), config->scope_key, o.scope_key.size());
     if (config->producer_key_pem) {
       auto key = ReadPrivatePem(config->producer_key_pem);

@@ -43,6 +43,8 @@ struct EngineClientOptions {
   uint64_t shm_buffer_bytes = 64ull << 20;
   kvsp::ScopeKey scope_key = kvsp::PublicScopeKey();
   kvsp::Descriptor descriptor;
+  // Scheduling inputs of every load (µs; 0: not given).
+  uint64_t compute_us_per_layer = 0, stall_target_us = 0;
 };
 
 class EngineClient;
@@ -74,6 +76,7 @@ class EngineClient {
 
   const kvsp::Descriptor& descriptor() const { return options_.descriptor; }
   const std::string& bucket() const { return options_.bucket; }
+  const EngineClientOptions& options() const { return options_; }
   const Digest& scope_id() const { return scope_id_; }
   const Digest& compat_id() const { return compat_id_; }
   // The shape of one block's K (and V) section.

@@ -86,6 +86,8 @@ void LoadJob::Run() {
   req.layer_count = static_cast<uint32_t>(layers_.size());
   req.components = objcache::Components::kKV;
   req.block_keys = keys_;
+  req.compute_us_per_layer = client_->options().compute_us_per_layer;
+  req.stall_target_us = client_->options().stall_target_us;
   uint32_t next = 0;
   Status result;
   try {

@@ -314,6 +314,8 @@ static void test_cancel(void) {
   cfg.descriptor.kv_heads = H;
   cfg.descriptor.head_dim = D;
   cfg.descriptor.block_tokens = B;
+  cfg.compute_us_per_layer = 2000; /* scheduling inputs travel with the load */
+  cfg.stall_target_us = 500;
   int st = -1;
   kvcs_client* c = kvcs_client_create(&cfg, &st);
   CHECK(c != NULL);

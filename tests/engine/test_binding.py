@@ -114,7 +114,8 @@ def main():
         # The GIL is released while waiting: a Python thread runs during a slow load (64 MiB
         # under the store's 32 MB/s cap, paced per 16 MiB read window), which is then cancelled.
         nl, nb = 32, 16
-        big = mk(d=dict(descriptor(layers=nl), kv_heads=8, head_dim=128, block_tokens=16))
+        big = mk(d=dict(descriptor(layers=nl), kv_heads=8, head_dim=128, block_tokens=16),
+                 compute_us_per_layer=2000, stall_target_us=500)
         t2 = list(range(nb * 16))
         bufs = [(np.ones((nb, 16, 8, 128), np.float32), np.ones((nb, 16, 8, 128), np.float32))
                 for _ in range(nl)]
