@@ -13,6 +13,7 @@ pkgs=(
   libsqlite3-dev libhiredis-dev libjwt-dev redis-server
   libgtest-dev libgmock-dev googletest libbenchmark-dev
   python3 curl
+  pybind11-dev python3-dev python3-numpy python3-torch
 )
 if [[ ${KVCS_BOOTSTRAP_S3:-0} == 1 ]]; then
   pkgs+=(awscli s3cmd rclone python3-boto3)

@@ -1,0 +1,199 @@
+/* kvcs.h: the C ABI of kvcs for serving engines (libkvcs.so; docs/protocols/engine-api.md).
+ *
+ * An engine about to prefill a prompt asks kvcs how many leading tokens it can load
+ * (kvcs_lookup), loads their KV layer by layer straight into its own paged KV buffers
+ * (kvcs_load_*), and saves the KV it computes layer by layer (kvcs_save_*), stored with one
+ * aggregated PUT when the request finishes.
+ *
+ * Model of the cache. A client is configured with a KVSP Compatibility Descriptor (model,
+ * revisions, layers, kv heads, head dim, dtype, tokens per block) and a 32-byte scope key (the
+ * tenant; NULL = the public scope). Tokens are cut into blocks of `block_tokens`; only full blocks
+ * are cached. Block i of a prompt is named by the KVSP Block Key chain over tokens[0, (i+1)B), so a
+ * block is reusable only after the same prefix, in the same scope, for the same descriptor.
+ *
+ * Engine buffers (kvcs_paged_layout). Per layer the engine has one K and one V buffer (pointer +
+ * size in bytes). Token t (0 <= t < B) of kv head h of engine block `b` starts at byte
+ *     b * block_stride + t * token_stride + h * head_stride
+ * of the buffer and holds head_dim contiguous elements of the descriptor's dtype. This covers
+ * vLLM's [num_blocks][block_size][kv_heads][head_dim] layout, a head-major
+ * [num_blocks][kv_heads][block_size][head_dim] one, or one contiguous [T][kv_heads][head_dim]
+ * tensor (block_stride = B * token_stride, block ids 0, 1, ...). Every call checks that every
+ * byte it will touch lies inside the buffer it was given (strides >= 0; the last element of the
+ * highest block id fits in the size), before touching anything: kvcs never writes outside the
+ * caller's buffers.
+ *
+ * Errors. Every function returns a kvcs_status (KVCS_OK = 0) or, for constructors, NULL on
+ * failure; kvcs_last_error() then describes the failure. No C++ exception crosses this ABI.
+ *
+ * Threads. A kvcs_client is thread-safe: any thread may call kvcs_lookup, kvcs_load_start and
+ * kvcs_save_begin at once (the client keeps a pool of store connections). A kvcs_load is
+ * thread-safe except kvcs_load_free: a loader thread writes into the destination buffers in the
+ * background, and layer l's bytes may be read only after kvcs_load_wait_layer(l) returned.
+ * A kvcs_save is used by one thread at a time. Free a handle once, after every other call on it
+ * returned; free loads and saves before their client. kvcs_last_error() is per thread.
+ *
+ * Transports. The store over HTTP (store_url), and on the same host through a shared buffer
+ * (shm_socket: the store's Unix socket, its `kvcs store --shm-socket`). Live delivery over MOQT
+ * through a relay and the index service are not implemented yet: a relay_url or index_url gives
+ * KVCS_ERR_NOT_YET.
+ */
+#ifndef KVCS_KVCS_H_
+#define KVCS_KVCS_H_
+
+#include <stddef.h>
+#include <stdint.h>
+
+#if defined(KVCS_BUILDING_LIBRARY)
+#define KVCS_API __attribute__((visibility("default")))
+#else
+#define KVCS_API
+#endif
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef enum kvcs_status {
+  KVCS_OK = 0,
+  KVCS_ERR_INVALID_ARGUMENT = 1, /* a NULL pointer, bad descriptor, bad URL, wrong length */
+  KVCS_ERR_OUT_OF_BOUNDS = 2,    /* a layout or block id that would touch bytes outside a buffer */
+  KVCS_ERR_UNKNOWN_LAYER = 3,    /* a layer number >= the descriptor's layers */
+  KVCS_ERR_FINISHED = 4,         /* the handle was already finished */
+  KVCS_ERR_CANCELLED = 5,        /* the load was cancelled before this layer arrived */
+  KVCS_ERR_TRANSPORT = 6,        /* the store could not be reached or answered an error */
+  KVCS_ERR_BLOCKS_FAILED = 7,    /* some blocks of a layer failed (listed); the rest are in place */
+  KVCS_ERR_STATE = 8,    /* a call out of order (e.g. finishing a save with layers missing) */
+  KVCS_ERR_NOT_YET = 9,  /* a transport not implemented yet (MOQT relay, index service) */
+  KVCS_ERR_INTERNAL = 10 /* out of memory or a bug; the handle should be freed */
+} kvcs_status;
+
+/* Stable name of a status ("KVCS_ERR_OUT_OF_BOUNDS"); "KVCS_UNKNOWN" for other values. */
+KVCS_API const char* kvcs_status_name(int status);
+/* What the last failing call on this thread said; "" if none. Valid until the next kvcs call on
+ * this thread. */
+KVCS_API const char* kvcs_last_error(void);
+
+/* The KVSP Compatibility Descriptor (shared/specs/kvsp.md §1). Strings are copied. */
+typedef struct kvcs_descriptor {
+  const char* model;         /* e.g. "meta-llama/Llama-3.1-8B" */
+  const char* model_rev;     /* weights revision */
+  const char* tokenizer_rev; /* tokenizer revision */
+  const char* adapter;       /* NULL: none */
+  const char* attn;          /* "mha" | "gqa" | "mqa" */
+  uint32_t layers, kv_heads, head_dim;
+  const char* kv_dtype; /* "fp32" | "fp16" | "bf16" (stored raw) */
+  uint32_t block_tokens;
+} kvcs_descriptor;
+
+typedef struct kvcs_client_config {
+  const char* store_url;  /* "http://HOST:PORT" (required) */
+  const char* bucket;     /* NULL: "kvcache" */
+  const char* access_key; /* SigV4 credentials of the store */
+  const char* secret_key;
+  const char* region;           /* NULL: "us-east-1" */
+  int create_bucket;            /* nonzero: create the bucket (an existing one is fine) */
+  const char* shm_socket;       /* NULL: HTTP bodies; else same-host delivery through this socket */
+  uint64_t shm_buffer_bytes;    /* 0: 64 MiB; must hold two layers of one load */
+  const char* relay_url;        /* MOQT relay: must be NULL for now (KVCS_ERR_NOT_YET) */
+  const char* index_url;        /* index service: must be NULL for now (KVCS_ERR_NOT_YET) */
+  const uint8_t* scope_key;     /* 32 bytes, or NULL for the public scope */
+  const char* producer_key_pem; /* NULL, or a P-256/Ed25519 private key (PEM) that will sign
+                                   MOQT manifests; checked now, used once MOQT publishing is in */
+  kvcs_descriptor descriptor;
+  /* Scheduling inputs sent with every load (docs/protocols/objectcache-aggregated.md §3): the
+   * engine's compute time per layer and the stall per layer it tolerates, in microseconds; a store
+   * under --bandwidth-cap shares its bandwidth by them. 0: not given. */
+  uint64_t compute_us_per_layer;
+  uint64_t stall_target_us;
+} kvcs_client_config;
+
+typedef struct kvcs_client kvcs_client;
+
+/* Creates a client; NULL on failure (kvcs_last_error; *status gets the code when non-NULL).
+ * Contacts the store only if create_bucket is set. */
+KVCS_API kvcs_client* kvcs_client_create(const kvcs_client_config* config, int* status);
+/* NULL is ignored. */
+KVCS_API void kvcs_client_free(kvcs_client* client);
+
+/* Number of full blocks of n_tokens tokens (n_tokens / block_tokens). */
+KVCS_API kvcs_status kvcs_block_count(const kvcs_client* client, size_t n_tokens, size_t* out);
+/* The 32-byte Block Key of block `index` (0-based) of tokens, and the store object key of that
+ * block ("kvsp/<scope>/<compat>/<key>.raw", NUL-terminated: 204 bytes) when key_out is
+ * non-NULL. */
+KVCS_API kvcs_status kvcs_block_key(const kvcs_client* client, const uint32_t* tokens,
+                                    size_t n_tokens, size_t index, uint8_t key[32], char* key_out,
+                                    size_t key_out_len);
+
+/* How many leading tokens are loadable: asks the store which of the prompt's blocks it holds,
+ * block by block from the first, and stops at the first it does not. *loadable_tokens is a
+ * multiple of block_tokens. Blocks before `first_block` are assumed held (the engine has them). */
+KVCS_API kvcs_status kvcs_lookup(kvcs_client* client, const uint32_t* tokens, size_t n_tokens,
+                                 size_t first_block, size_t* loadable_tokens);
+
+/* Where a layer's K and V live in the engine (see the file comment). Strides are in bytes. */
+typedef struct kvcs_paged_layout {
+  int64_t block_stride, token_stride, head_stride;
+} kvcs_paged_layout;
+typedef struct kvcs_layer_buffers {
+  void* k;
+  size_t k_bytes;
+  void* v;
+  size_t v_bytes;
+} kvcs_layer_buffers;
+
+typedef struct kvcs_load kvcs_load;
+
+/* Starts loading blocks [first_block, n_tokens / B) of the prompt `tokens` into the engine's
+ * buffers: layers[l] (descriptor.layers entries) for every layer, block first_block + i into
+ * engine block block_ids[i] (n_block_ids = n_tokens / B - first_block, >= 1). Every argument is
+ * checked first; then a loader thread streams the layers from the store and writes each block of
+ * each layer as it arrives (after its digest verified). The buffers must stay valid until
+ * kvcs_load_free returns. NULL on failure. */
+KVCS_API kvcs_load* kvcs_load_start(kvcs_client* client, const uint32_t* tokens, size_t n_tokens,
+                                    size_t first_block, const uint32_t* block_ids,
+                                    size_t n_block_ids, const kvcs_layer_buffers* layers,
+                                    size_t n_layers, const kvcs_paged_layout* layout, int* status);
+/* Blocks until layer `layer` is in place or failed. KVCS_OK: every block of the layer is in its
+ * engine block. KVCS_ERR_BLOCKS_FAILED: the blocks listed in failed[0, *n_failed) (indices into
+ * block_ids, ascending; at most failed_cap written, *n_failed is the full count) were not loaded
+ * (missing, corrupt, or the transfer broke: kvcs_last_error says why); the others are in place.
+ * KVCS_ERR_CANCELLED: cancelled before this layer (every block is listed as failed).
+ * KVCS_ERR_UNKNOWN_LAYER, KVCS_ERR_FINISHED. failed may be NULL when failed_cap is 0. */
+KVCS_API kvcs_status kvcs_load_wait_layer(kvcs_load* load, uint32_t layer, uint32_t* failed,
+                                          size_t failed_cap, size_t* n_failed);
+/* Stops the loader: once it returns, nothing more is written into the buffers; layers not yet
+ * written stay untouched and report KVCS_ERR_CANCELLED (a layer being written when it is called
+ * completes first, so this may wait for one layer's copy). */
+KVCS_API kvcs_status kvcs_load_cancel(kvcs_load* load);
+/* Waits for the loader thread to end (nothing is written into the buffers after it returns).
+ * KVCS_OK when every layer of every block arrived, else the first failure's status. Later calls
+ * on the handle (but free) give KVCS_ERR_FINISHED. */
+KVCS_API kvcs_status kvcs_load_finish(kvcs_load* load);
+/* Cancels, waits for the loader, frees. NULL is ignored. */
+KVCS_API void kvcs_load_free(kvcs_load* load);
+
+typedef struct kvcs_save kvcs_save;
+
+/* Begins saving blocks [first_block, n_tokens / B) of the prompt `tokens` (block first_block + i
+ * taken from engine block block_ids[i]). NULL on failure. */
+KVCS_API kvcs_save* kvcs_save_begin(kvcs_client* client, const uint32_t* tokens, size_t n_tokens,
+                                    size_t first_block, const uint32_t* block_ids,
+                                    size_t n_block_ids, const kvcs_paged_layout* layout,
+                                    int* status);
+/* Copies layer `layer` of every saved block out of the engine's buffers (bounds-checked); the
+ * engine may reuse them when it returns. Each layer once. */
+KVCS_API kvcs_status kvcs_save_layer(kvcs_save* save, uint32_t layer,
+                                     const kvcs_layer_buffers* buffers);
+/* Once every layer was saved: builds one KVSP container per block and stores them all with one
+ * aggregated PUT (with the prefix record when first_block is 0). *stored (may be NULL) gets the
+ * blocks the store accepted. KVCS_ERR_STATE when layers are missing; KVCS_ERR_FINISHED after the
+ * first call. */
+KVCS_API kvcs_status kvcs_save_finish(kvcs_save* save, size_t* stored);
+/* NULL is ignored; an unfinished save is dropped (nothing stored). */
+KVCS_API void kvcs_save_free(kvcs_save* save);
+
+#ifdef __cplusplus
+} /* extern "C" */
+#endif
+
+#endif /* KVCS_KVCS_H_ */

@@ -1,0 +1,138 @@
+// The C++ side of the engine ABI (include/kvcs/kvcs.h): one client per engine and model, holding
+// the descriptor, the scope's ids and a pool of store connections, answering lookups and handing
+// connections to loads and saves. Thread-safe.
+#ifndef KVCS_ENGINE_ENGINE_CLIENT_H_
+#define KVCS_ENGINE_ENGINE_CLIENT_H_
+
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "common/crypto.h"
+#include "common/status.h"
+#include "engine/paged_layout.h"
+#include "kvsp/descriptor.h"
+#include "kvsp/ids.h"
+#include "objcache/client.h"
+
+namespace kvcs::engine {
+
+// Typed detail of the Statuses this folder returns; c_api.cc maps them to kvcs_status.
+enum class EngineError {
+  kNone = 0,
+  kOutOfBounds,
+  kUnknownLayer,
+  kFinished,
+  kCancelled,
+  kTransport,
+  kBlocksFailed,
+  kState,
+  kNotYet,
+};
+
+struct EngineClientOptions {
+  std::string store_url;  // http://host:port
+  std::string bucket = "kvcache";
+  std::string access_key, secret_key, region = "us-east-1";
+  bool create_bucket = false;
+  std::string shm_socket;  // empty: inline HTTP bodies
+  uint64_t shm_buffer_bytes = 64ull << 20;
+  kvsp::ScopeKey scope_key = kvsp::PublicScopeKey();
+  kvsp::Descriptor descriptor;
+  // Scheduling inputs of every load (µs; 0: not given).
+  uint64_t compute_us_per_layer = 0, stall_target_us = 0;
+};
+
+class EngineClient;
+
+// A store connection borrowed from the client's pool; returned when destroyed (dropped instead
+// when marked broken).
+class PooledConnection {
+ public:
+  PooledConnection(EngineClient* owner, std::unique_ptr<objcache::Client> c, bool reused)
+      : owner_(owner), client_(std::move(c)), reused_(reused) {}
+  ~PooledConnection();
+  PooledConnection(PooledConnection&&) = default;
+  // True when it served earlier requests: the store may have closed it while it was idle.
+  bool reused() const { return reused_; }
+  objcache::Client* operator->() { return client_.get(); }
+  objcache::Client& operator*() { return *client_; }
+  void MarkBroken() { broken_ = true; }
+
+ private:
+  EngineClient* owner_;
+  std::unique_ptr<objcache::Client> client_;
+  bool reused_ = false;
+  bool broken_ = false;
+};
+
+class EngineClient {
+ public:
+  static Result<std::unique_ptr<EngineClient>> Create(EngineClientOptions options);
+
+  const kvsp::Descriptor& descriptor() const { return options_.descriptor; }
+  const std::string& bucket() const { return options_.bucket; }
+  const EngineClientOptions& options() const { return options_; }
+  const Digest& scope_id() const { return scope_id_; }
+  const Digest& compat_id() const { return compat_id_; }
+  // The shape of one block's K (and V) section.
+  const SectionShape& shape() const { return shape_; }
+
+  // Block Keys of every full block of tokens.
+  std::vector<Digest> Keys(std::span<const uint32_t> tokens) const;
+  // The keys of blocks [first_block, full blocks) of tokens, the blocks one load or save moves:
+  // checks that there is at least one, at most max_blocks, and one engine block id each.
+  // `what` ("load", "save") names the operation in messages.
+  Result<std::vector<Digest>> RangeKeys(std::span<const uint32_t> tokens, size_t first_block,
+                                        size_t n_block_ids, size_t max_blocks,
+                                        std::string_view what) const;
+  // The store object key of a block.
+  std::string ObjectKey(const Digest& block_key) const;
+  // Leading loadable tokens (see kvcs_lookup).
+  Result<size_t> Lookup(std::span<const uint32_t> tokens, size_t first_block);
+
+  PooledConnection Borrow();
+
+  // Runs call(objcache::Client&) -> Result/Status on a pooled connection. A failure on a reused
+  // connection (one the store may have closed while it sat idle: the request dies with a broken
+  // pipe or a reset) is retried once on a fresh connection when may_retry() says the call had no
+  // effect the caller saw yet. The connection is dropped after any failure.
+  template <typename Call, typename MayRetry>
+  auto WithConnection(Call&& call, MayRetry&& may_retry) {
+    PooledConnection conn = Borrow();
+    auto r = call(*conn);
+    if (!r.ok()) {
+      conn.MarkBroken();
+      if (conn.reused() && may_retry()) {
+        PooledConnection fresh(this, std::make_unique<objcache::Client>(connection_options_),
+                               /*reused=*/false);
+        r = call(*fresh);
+        if (!r.ok()) fresh.MarkBroken();
+      }
+    }
+    return r;
+  }
+
+ private:
+  friend class PooledConnection;
+  explicit EngineClient(EngineClientOptions options);
+  void Return(std::unique_ptr<objcache::Client> c);
+
+  EngineClientOptions options_;
+  objcache::ClientOptions connection_options_;
+  Digest scope_id_{}, compat_id_{}, chain_key_{};
+  SectionShape shape_;
+  std::mutex mu_;
+  std::vector<std::unique_ptr<objcache::Client>> idle_;  // guarded by mu_
+};
+
+// A Status with an EngineError detail.
+Status EngineStatus(Code code, EngineError e, std::string message);
+
+}  // namespace kvcs::engine
+
+#endif  // KVCS_ENGINE_ENGINE_CLIENT_H_

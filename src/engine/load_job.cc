@@ -1,0 +1,206 @@
+#include "engine/load_job.h"
+
+#include <numeric>
+#include <string>
+#include <utility>
+
+#include "kvsp/codec.h"
+#include "objcache/aggregate_wire.h"
+
+namespace kvcs::engine {
+namespace {
+
+std::string_view BlockStatusName(objcache::BlockStatus s) {
+  switch (s) {
+    case objcache::BlockStatus::kPresent:
+      return "present";
+    case objcache::BlockStatus::kMissing:
+      return "missing";
+    case objcache::BlockStatus::kLayerNotHeld:
+      return "layer not held";
+    case objcache::BlockStatus::kCorrupt:
+      return "corrupt";
+    case objcache::BlockStatus::kReadError:
+      return "read error";
+  }
+  return "unknown";
+}
+
+}  // namespace
+
+LoadJob::LoadJob(EngineClient* client, std::vector<Digest> keys, std::vector<uint32_t> block_ids,
+                 std::vector<LayerTarget> layers, const PagedLayout& layout)
+    : client_(client),
+      keys_(std::move(keys)),
+      block_ids_(std::move(block_ids)),
+      layers_(std::move(layers)),
+      layout_(layout),
+      state_(layers_.size()) {}
+
+Result<std::unique_ptr<LoadJob>> LoadJob::Start(EngineClient* client,
+                                                std::span<const uint32_t> tokens,
+                                                size_t first_block,
+                                                std::span<const uint32_t> block_ids,
+                                                std::span<const LayerTarget> layers,
+                                                const PagedLayout& layout) {
+  const kvsp::Descriptor& d = client->descriptor();
+  KVCS_ASSIGN_OR_RETURN(
+      std::vector<Digest> keys,
+      client->RangeKeys(tokens, first_block, block_ids.size(), objcache::kMaxBlocks, "load"));
+  if (layers.size() != d.layers) {
+    return Status(Code::kInvalidArgument, "layers has " + std::to_string(layers.size()) +
+                                              " entries, the model " + std::to_string(d.layers));
+  }
+  for (size_t l = 0; l < layers.size(); ++l) {
+    if (!layers[l].k || !layers[l].v) {
+      return Status(Code::kInvalidArgument, "layer " + std::to_string(l) + ": NULL buffer");
+    }
+    for (uint64_t bytes : {layers[l].k_bytes, layers[l].v_bytes}) {
+      Status s = CheckLayout(layout, client->shape(), block_ids, bytes);
+      if (!s.ok()) {
+        return EngineStatus(s.code(), EngineError::kOutOfBounds,
+                            "layer " + std::to_string(l) + ": " + s.message());
+      }
+    }
+  }
+  std::unique_ptr<LoadJob> job(new LoadJob(
+      client, std::move(keys), std::vector<uint32_t>(block_ids.begin(), block_ids.end()),
+      std::vector<LayerTarget>(layers.begin(), layers.end()), layout));
+  job->thread_ = std::thread([j = job.get()] { j->Run(); });
+  return job;
+}
+
+LoadJob::~LoadJob() {
+  Cancel();
+  if (thread_.joinable()) thread_.join();  // REQUIRES: no Finish running (the ABI's free rule)
+}
+
+void LoadJob::Run() {
+  const SectionShape& shape = client_->shape();
+  const uint64_t section = shape.section_bytes();
+  objcache::AggregateRequest req;
+  req.scope_id = client_->scope_id();
+  req.compat_id = client_->compat_id();
+  req.codec = kvsp::CodecValue(kvsp::Codec::kRaw);
+  req.layer_first = 0;
+  req.layer_count = static_cast<uint32_t>(layers_.size());
+  req.components = objcache::Components::kKV;
+  req.block_keys = keys_;
+  req.compute_us_per_layer = client_->options().compute_us_per_layer;
+  req.stall_target_us = client_->options().stall_target_us;
+  uint32_t next = 0;
+  Status result;
+  try {
+    // Retried on a fresh connection only when nothing was delivered yet.
+    auto get = [&](objcache::Client& c) {
+      return c.AggregateGet(client_->bucket(), req, [&](const objcache::DeliveredLayer& dl) {
+        // Held while this layer is written: once Cancel() returned, nothing more is written.
+        std::lock_guard<std::mutex> writing(write_mu_);
+        if (cancel_.load()) {
+          return EngineStatus(Code::kFailedPrecondition, EngineError::kCancelled, "load cancelled");
+        }
+        if (dl.layer != next || dl.layer >= layers_.size() || dl.blocks.size() != keys_.size()) {
+          return Status(Code::kInternal, "store stream does not match the request");
+        }
+        LayerState st;
+        std::string why;
+        const LayerTarget& t = layers_[dl.layer];
+        for (uint32_t i = 0; i < dl.blocks.size(); ++i) {
+          const objcache::DeliveredBlock& b = dl.blocks[i];
+          if (b.status != objcache::BlockStatus::kPresent || b.k_len != section ||
+              b.v_len != section || b.data.size() != 2 * section) {
+            st.failed.push_back(i);
+            if (why.empty()) {
+              why = "layer " + std::to_string(dl.layer) + " block " + std::to_string(i) + ": " +
+                    std::string(b.status == objcache::BlockStatus::kPresent
+                                    ? "unexpected section size"
+                                    : BlockStatusName(b.status));
+            }
+            continue;
+          }
+          ScatterSection(b.data.data(), layout_, shape, block_ids_[i], t.k);
+          ScatterSection(b.data.data() + section, layout_, shape, block_ids_[i], t.v);
+        }
+        if (!st.failed.empty()) {
+          st.status = EngineStatus(Code::kCorruption, EngineError::kBlocksFailed,
+                                   std::to_string(st.failed.size()) + " of " +
+                                       std::to_string(keys_.size()) +
+                                       " blocks failed (first: " + why + ")");
+        }
+        st.done = true;
+        {
+          std::lock_guard<std::mutex> l(mu_);
+          if (!st.status.ok() && first_failure_.ok()) first_failure_ = st.status;
+          state_[dl.layer] = std::move(st);
+        }
+        cv_.notify_all();
+        ++next;
+        return Status::Ok();
+      });
+    };
+    auto r = client_->WithConnection(get, [&] { return next == 0 && !cancel_.load(); });
+    if (!r.ok()) result = r.status();
+  } catch (const std::exception& e) {
+    result = Status(Code::kInternal, std::string("loader: ") + e.what());
+  }
+  if (!result.ok() || next < layers_.size()) {
+    if (result.ok()) result = Status(Code::kInternal, "store stream ended early");
+    if (cancel_.load()) {
+      result = EngineStatus(Code::kFailedPrecondition, EngineError::kCancelled, "load cancelled");
+    } else {
+      result =
+          EngineStatus(Code::kUnavailable, EngineError::kTransport, "load: " + result.message());
+    }
+    FailRemaining(result);
+  }
+}
+
+void LoadJob::FailRemaining(const Status& why) {
+  {
+    std::lock_guard<std::mutex> l(mu_);
+    if (first_failure_.ok()) first_failure_ = why;
+    for (LayerState& st : state_) {
+      if (st.done) continue;
+      st.done = true;
+      st.status = why;
+      st.failed.resize(keys_.size());
+      std::iota(st.failed.begin(), st.failed.end(), 0u);
+    }
+  }
+  cv_.notify_all();
+}
+
+Status LoadJob::WaitLayer(uint32_t layer, std::vector<uint32_t>* failed) {
+  failed->clear();
+  if (layer >= layers_.size()) {
+    return EngineStatus(Code::kInvalidArgument, EngineError::kUnknownLayer,
+                        "layer " + std::to_string(layer) + " of a model with " +
+                            std::to_string(layers_.size()) + " layers");
+  }
+  std::unique_lock<std::mutex> l(mu_);
+  if (finished_)
+    return EngineStatus(Code::kFailedPrecondition, EngineError::kFinished, "load already finished");
+  cv_.wait(l, [&] { return state_[layer].done; });
+  *failed = state_[layer].failed;
+  return state_[layer].status;
+}
+
+void LoadJob::Cancel() {
+  std::lock_guard<std::mutex> writing(write_mu_);
+  cancel_.store(true);
+}
+
+Status LoadJob::Finish() {
+  {
+    std::lock_guard<std::mutex> l(mu_);
+    if (finished_)
+      return EngineStatus(Code::kFailedPrecondition, EngineError::kFinished,
+                          "load already finished");
+    finished_ = true;  // from here on only this call touches thread_
+  }
+  thread_.join();
+  std::lock_guard<std::mutex> l(mu_);
+  return first_failure_;
+}
+
+}  // namespace kvcs::engine

@@ -1,0 +1,81 @@
+// One kvcs_load: a loader thread streams every layer of a prompt's blocks from the store (one
+// aggregated layer-major GET, inline or through the same-host buffer) and writes each verified
+// block into the engine's paged buffers as its layer arrives; the engine waits per layer.
+// Thread-safe (Wait/Cancel/Finish from any thread; the destructor cancels and joins).
+#ifndef KVCS_ENGINE_LOAD_JOB_H_
+#define KVCS_ENGINE_LOAD_JOB_H_
+
+#include <atomic>
+#include <condition_variable>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <span>
+#include <thread>
+#include <vector>
+
+#include "common/crypto.h"
+#include "common/status.h"
+#include "engine/engine_client.h"
+#include "engine/paged_layout.h"
+
+namespace kvcs::engine {
+
+// One layer's destination: K and V buffers of the engine.
+struct LayerTarget {
+  uint8_t* k = nullptr;
+  uint64_t k_bytes = 0;
+  uint8_t* v = nullptr;
+  uint64_t v_bytes = 0;
+};
+
+class LoadJob {
+ public:
+  // Checks every argument (buffers, layout, block ids) and starts the loader thread.
+  static Result<std::unique_ptr<LoadJob>> Start(EngineClient* client,
+                                                std::span<const uint32_t> tokens,
+                                                size_t first_block,
+                                                std::span<const uint32_t> block_ids,
+                                                std::span<const LayerTarget> layers,
+                                                const PagedLayout& layout);
+  ~LoadJob();
+
+  // Waits for `layer`; *failed gets the failed block indices (ascending). OK, or a Status with
+  // kBlocksFailed / kCancelled / kTransport / kUnknownLayer / kFinished detail.
+  Status WaitLayer(uint32_t layer, std::vector<uint32_t>* failed);
+  // After it returns, no byte more is written into the engine's buffers.
+  void Cancel();
+  // Joins the loader; OK when everything arrived.
+  Status Finish();
+
+ private:
+  LoadJob(EngineClient* client, std::vector<Digest> keys, std::vector<uint32_t> block_ids,
+          std::vector<LayerTarget> layers, const PagedLayout& layout);
+  void Run();
+  // Marks every layer not yet done with `why` (all blocks failed).
+  void FailRemaining(const Status& why);
+
+  EngineClient* client_;
+  std::vector<Digest> keys_;  // the loaded blocks' keys
+  std::vector<uint32_t> block_ids_;
+  std::vector<LayerTarget> layers_;
+  PagedLayout layout_;
+  std::mutex write_mu_;  // held while a layer is written into the engine's buffers
+  std::atomic<bool> cancel_{false};
+  std::thread thread_;
+
+  struct LayerState {
+    bool done = false;
+    Status status;                 // OK, or why some or all blocks failed
+    std::vector<uint32_t> failed;  // block indices
+  };
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::vector<LayerState> state_;  // guarded by mu_
+  bool finished_ = false;          // guarded by mu_
+  Status first_failure_;           // guarded by mu_
+};
+
+}  // namespace kvcs::engine
+
+#endif  // KVCS_ENGINE_LOAD_JOB_H_

@@ -1,0 +1,152 @@
+#!/usr/bin/env python3
+"""The Python binding of the engine API (_kvcs_native, python/kvcs) against a real `kvcs store`:
+save and load through numpy arrays and torch tensors without copies, the errors bad input gets
+(wrong shapes, dtypes, strides, non-contiguous or read-only buffers, unknown layers, handles used
+after finish), and the GIL released while a load is waited for.
+
+usage: test_binding.py KVCS_BINARY"""
+import sys
+import threading
+
+import numpy as np
+import torch
+
+import kvcs
+from kvcs import KvcsError
+from kvcs.dev_store import StoreProcess
+
+L, H, D, B, NB = 3, 2, 8, 4, 6
+
+
+def check(cond, what):
+    if not cond:
+        raise AssertionError(what)
+
+
+def raises(status, fn, *args, **kwargs):
+    try:
+        fn(*args, **kwargs)
+    except KvcsError as e:
+        check(e.args[0] == status, "raised %s, want %s (%s)" % (e.args[0], status, e.args[1]))
+        return e
+    raise AssertionError("no KvcsError %s from %s" % (status, fn))
+
+
+def descriptor(layers=L, dtype="fp32"):
+    return dict(model="test/binding", model_rev="1", tokenizer_rev="1", attn="gqa",
+                layers=layers, kv_heads=H, head_dim=D, kv_dtype=dtype, block_tokens=B)
+
+
+def main():
+    with StoreProcess(sys.argv[1], ["--bandwidth-cap=32000000"]) as s:
+        mk = lambda **kw: kvcs.Client(s.url, s.access_key, s.secret_key, kw.pop("d", descriptor()),
+                                      bucket="binding", create_bucket=True, **kw)
+        raises("KVCS_ERR_NOT_YET", mk, relay_url="moqt://127.0.0.1:1")
+        raises("KVCS_ERR_INVALID_ARGUMENT", mk, scope_key=b"short")
+        raises("KVCS_ERR_INVALID_ARGUMENT", mk, d=dict(descriptor(), layers=0))
+        c = mk(scope_key=bytes(range(32)))
+        check((c.layers, c.block_tokens, c.kv_dtype) == (L, B, "fp32"), "client properties")
+        tokens = list(range(100, 100 + 3 * B + 1))
+        key, name = c.block_key(tokens, 0)
+        check(len(key) == 32 and name.endswith(".raw"), "block_key")
+        check(c.lookup(tokens) == 0, "empty store")
+        raises("KVCS_ERR_INVALID_ARGUMENT", c.lookup, [-1] * 8)
+
+        # vLLM layout, torch: [2][NB][B][H][D] per layer; blocks 4, 1, 5 of the engine.
+        kv = [torch.randn(2, NB, B, H, D) for _ in range(L)]
+        ids = [4, 1, 5]
+        layout = kvcs.paged_layout(kv[0][0], B, H, D)
+        save = c.save(tokens, 0, ids, layout)
+        raises("KVCS_ERR_UNKNOWN_LAYER", save.save_layer, L, kvcs.as_buffer(kv[0][0]),
+               kvcs.as_buffer(kv[0][1]))
+        raises("KVCS_ERR_INVALID_ARGUMENT", save.save_layer, 0, kv[0][0].double().numpy(),
+               kvcs.as_buffer(kv[0][1]))  # wrong dtype
+        raises("KVCS_ERR_INVALID_ARGUMENT", save.save_layer, 0, kv[0][0].numpy()[:, :, :, ::2],
+               kvcs.as_buffer(kv[0][1]))  # not contiguous
+        raises("KVCS_ERR_INVALID_ARGUMENT", save.save_layer, 0, b"not floats", b"x")
+        raises("KVCS_ERR_OUT_OF_BOUNDS", save.save_layer, 0, kvcs.as_buffer(kv[0][0])[:5],
+               kvcs.as_buffer(kv[0][1]))  # block 5 is outside a 5-block buffer
+        for layer in range(L):
+            save.save_layer(layer, kvcs.as_buffer(kv[layer][0]), kvcs.as_buffer(kv[layer][1]))
+        check(save.finish() == 3, "three blocks stored")
+        raises("KVCS_ERR_FINISHED", save.finish)
+        save.close()
+        raises("KVCS_ERR_FINISHED", save.finish)  # closed
+        check(c.lookup(tokens) == 3 * B, "lookup after save")
+
+        # Load into numpy arrays (head-major layout) at other engine blocks.
+        dst = [(np.zeros((NB, H, B, D), np.float32), np.zeros((NB, H, B, D), np.float32))
+               for _ in range(L)]
+        es = 4
+        head_major = (H * B * D * es, D * es, B * D * es)  # (block, token, head) strides
+        bad_shape = [(np.zeros((2, 2), np.float32), np.zeros((2, 2), np.float32))] * L
+        raises("KVCS_ERR_OUT_OF_BOUNDS", c.load, tokens, 0, [0, 2, 3], bad_shape, head_major)
+        raises("KVCS_ERR_INVALID_ARGUMENT", c.load, tokens, 0, [0, 2, 3], dst[:2], head_major)
+        raises("KVCS_ERR_OUT_OF_BOUNDS", c.load, tokens, 0, [0, 2, 3], dst, (-1, 0, 0))
+        ro = np.zeros((NB, H, B, D), np.float32)
+        ro.flags.writeable = False
+        try:
+            c.load(tokens, 0, [0, 2, 3], [(ro, ro)] * L, head_major)
+            raise AssertionError("a read-only buffer was accepted as a load target")
+        except (KvcsError, BufferError, ValueError):
+            pass
+        load = c.load(tokens, 0, [0, 2, 3], dst, head_major)
+        raises("KVCS_ERR_UNKNOWN_LAYER", load.wait_layer, L)
+        for layer in range(L):
+            check(load.wait_layer(layer) == [], "layer %d failed" % layer)
+            for i, (src, to) in enumerate(zip(ids, [0, 2, 3])):
+                for kv_i in range(2):
+                    want = kv[layer][kv_i][src].numpy()            # [B][H][D]
+                    got = dst[layer][kv_i][to].transpose(1, 0, 2)  # [H][B][D] -> [B][H][D]
+                    check(np.array_equal(want, got), "layer %d block %d mismatch" % (layer, i))
+        check(load.finish() == "KVCS_OK", "load status")
+        raises("KVCS_ERR_FINISHED", load.wait_layer, 0)
+        load.close()
+        raises("KVCS_ERR_FINISHED", load.wait_layer, 0)
+
+        # Per-block failures: the third block of another prompt was never saved.
+        other = tokens[:2 * B] + [7] * (B + 1)
+        load = c.load(other, 0, [0, 2, 3], dst, head_major)
+        check(load.wait_layer(0) == [2], "the unsaved block is reported")
+        check(load.finish() == "KVCS_ERR_BLOCKS_FAILED", "overall status")
+        load.close()
+
+        # The GIL is released while waiting: a Python thread runs during a slow load (64 MiB
+        # under the store's 32 MB/s cap, paced per 16 MiB read window), which is then cancelled.
+        nl, nb = 32, 16
+        big = mk(d=dict(descriptor(layers=nl), kv_heads=8, head_dim=128, block_tokens=16),
+                 compute_us_per_layer=2000, stall_target_us=500)
+        t2 = list(range(nb * 16))
+        bufs = [(np.ones((nb, 16, 8, 128), np.float32), np.ones((nb, 16, 8, 128), np.float32))
+                for _ in range(nl)]
+        lay = kvcs.paged_layout(bufs[0][0], 16, 8, 128)
+        sv = big.save(t2, 0, list(range(nb)), lay)
+        for layer in range(nl):
+            sv.save_layer(layer, *bufs[layer])
+        check(sv.finish() == nb, "big save")
+        sv.close()
+        ticks = [0]
+        stop = threading.Event()
+
+        def spin():
+            while not stop.is_set():
+                ticks[0] += 1
+
+        th = threading.Thread(target=spin)
+        ld = big.load(t2, 0, list(range(nb)), bufs, lay)
+        ld.wait_layer(0)
+        th.start()
+        ld.wait_layer(12)  # in the second window: ~0.5 s after the first
+        during = ticks[0]
+        ld.cancel()
+        raises("KVCS_ERR_CANCELLED", ld.wait_layer, nl - 1)
+        stop.set()
+        th.join()
+        ld.close()
+        check(during > 1000, "the GIL was held while waiting (%d ticks)" % during)
+    print("binding: all checks passed")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

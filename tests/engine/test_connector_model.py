@@ -1,0 +1,127 @@
+#!/usr/bin/env python3
+"""The tiny Llama model (python/kvcs/tiny_llama.py) driven through KVCSConnector as vLLM drives a
+connector, against a real `kvcs store`: request A prefills and saves its KV layer by layer;
+request B shares A's first blocks, loads them through kvcs and computes only its suffix; B's
+next-token logits equal a full recompute (fp32: max |diff| <= 1e-4; bf16 KV and weights: the
+same top-1 token and max |diff| <= 0.1: logits are ~3 in magnitude, where bf16 values are 1/64
+apart). Then one of A's blocks is corrupted in the store's files: B's load reports it (get_block_ids_with_load_errors), the engine
+recomputes from it, and the logits are still right. Both paths: the store over HTTP and the same
+host (shared buffer); bf16 over HTTP.
+
+usage: test_connector_model.py KVCS_BINARY"""
+import sys
+
+import torch
+
+from kvcs.connector import KVCSConfig, KVCSConnector, KVConnectorRole
+from kvcs.mini_engine import MiniEngine
+from kvcs.tiny_llama import TinyLlama, TinyLlamaConfig
+from kvcs.dev_store import StoreProcess, object_path
+
+B = 16
+P = 3  # blocks of the shared prefix
+TOLERANCE = {torch.float32: 1e-4, torch.bfloat16: 0.1}
+
+
+def check(cond, what):
+    if not cond:
+        raise AssertionError(what)
+
+
+def engine_for(model, cfg):
+    sched = KVCSConnector(cfg, KVConnectorRole.SCHEDULER)
+    worker = KVCSConnector(cfg, KVConnectorRole.WORKER)
+    return MiniEngine(model, sched, worker, num_blocks=64, block_tokens=B)
+
+
+def corrupt_block(store, bucket, connector, tokens, block, layer, model_cfg):
+    """Flips one byte of `layer`'s K section of block `block` in the store's object file."""
+    _, key = connector.client.block_key(tokens, block)
+    path = object_path(store.root, bucket, key)
+    layers = model_cfg.layers
+    section = B * model_cfg.kv_heads * model_cfg.head_dim * torch.finfo(model_cfg.dtype).bits // 8
+    # KVSP container: 92-byte header, 52-byte layer entries, then K0 V0 K1 V1 ...
+    offset = 92 + 52 * layers + layer * 2 * section + 5
+    with open(path, "r+b") as f:
+        f.seek(offset)
+        byte = f.read(1)
+        f.seek(offset)
+        f.write(bytes([byte[0] ^ 0x40]))
+
+
+def check_logits(got, want, dtype, what):
+    diff = (got.float() - want.float()).abs().max().item()
+    check(diff <= TOLERANCE[dtype], "%s: logits differ from recompute by %g" % (what, diff))
+    if dtype != torch.float32:
+        check(got.argmax().item() == want.argmax().item(), "%s: top-1 token differs" % what)
+    return diff
+
+
+def run_path(store, shm, dtype=torch.float32):
+    name = ("same host" if shm else "HTTP") + ("" if dtype == torch.float32 else " bf16")
+    model_cfg = TinyLlamaConfig(dtype=dtype)
+    model = TinyLlama(model_cfg)
+    bucket = "engine-model-" + ("shm" if shm else "http") + "-" + str(dtype).split(".")[1]
+    cfg = KVCSConfig(store_url=store.url, access_key=store.access_key,
+                     secret_key=store.secret_key, descriptor=model.descriptor(B),
+                     bucket=bucket, shm_socket=store.shm_socket if shm else None)
+    g = torch.Generator().manual_seed(7)
+    prefix = torch.randint(0, model_cfg.vocab, (P * B,), generator=g).tolist()
+    tokens_a = prefix + torch.randint(0, model_cfg.vocab, (B + 3,), generator=g).tolist()
+    tokens_b = prefix + torch.randint(0, model_cfg.vocab, (2 * B + 7,), generator=g).tolist()
+
+    # The reference: a full recompute with no connector at all.
+    plain = MiniEngine(model, None, None, num_blocks=64, block_tokens=B)
+    want_b, _ = plain.prefill("ref-b", tokens_b)
+
+    eng = engine_for(model, cfg)
+    _, rep_a = eng.prefill("A", tokens_a)
+    check(rep_a.external_tokens == 0, "%s: A found KV before it was saved" % name)
+    check(eng.scheduler.client.lookup(tokens_a) == (P + 1) * B, "%s: A's blocks not stored" % name)
+
+    got_b, rep_b = eng.prefill("B", tokens_b)
+    check(rep_b.external_tokens == P * B,
+          "%s: B loaded %d tokens, want %d" % (name, rep_b.external_tokens, P * B))
+    check(not rep_b.load_errors, "%s: unexpected load errors %s" % (name, rep_b.load_errors))
+    diff = check_logits(got_b, want_b, dtype, name + ": B")
+    print("%s: B reused %d of %d tokens, max |logit diff| %.3g (max |logit| %.3g)" %
+          (name, rep_b.external_tokens, len(tokens_b), diff, want_b.abs().max().item()))
+    # B saved its own blocks beyond the shared prefix.
+    check(eng.scheduler.client.lookup(tokens_b) == (len(tokens_b) // B) * B,
+          "%s: B's suffix not saved" % name)
+
+    # Corrupt block 1 of the shared prefix in layer 1: a new request C with that prefix gets
+    # it reported, recomputes from block 1, and its logits are still right.
+    corrupt_block(store, bucket, eng.scheduler, tokens_a, 1, 1, model_cfg)
+    tokens_c = prefix + torch.randint(0, model_cfg.vocab, (B + 1,), generator=g).tolist()
+    want_c, _ = plain.prefill("ref-c", tokens_c)
+    got_c, rep_c = eng.prefill("C", tokens_c)
+    check(rep_c.external_tokens == P * B, "%s: C loaded %d tokens" % (name, rep_c.external_tokens))
+    check(len(rep_c.load_errors) == 1, "%s: load errors %s, want one block" %
+          (name, rep_c.load_errors))
+    check(rep_c.recomputed_from == B, "%s: recomputed from %s, want %d" %
+          (name, rep_c.recomputed_from, B))
+    diff_c = check_logits(got_c, want_c, dtype, name + ": C after recompute")
+    # C's suffix was computed after a failed load: it must not have been stored.
+    check(eng.scheduler.client.lookup(tokens_c) == P * B,
+          "%s: C saved KV computed over a failed prefix" % name)
+    print("%s: corrupt block reported (engine block %s), recomputed from token %d, "
+          "max |logit diff| %.3g" % (name, sorted(rep_c.load_errors), rep_c.recomputed_from,
+                                      diff_c))
+
+
+def main():
+    if len(sys.argv) != 2:
+        print(__doc__, file=sys.stderr)
+        return 2
+    torch.set_num_threads(1)  # ctest runs two tests at once on 2 cores
+    with StoreProcess(sys.argv[1]) as store:
+        run_path(store, shm=False)
+        run_path(store, shm=True)
+        run_path(store, shm=False, dtype=torch.bfloat16)
+    print("connector + model: all checks passed")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
