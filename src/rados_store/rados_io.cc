@@ -155,15 +155,24 @@ Status RadosIo::RemoveAll(const std::vector<std::string>& oids) {
     flight.pop_front();
     if (r < 0 && r != -ENOENT && first.ok()) first = RadosError(r, "remove");
   };
+  std::deque<std::unique_ptr<WriteOp>> ops;
   for (const std::string& oid : oids) {
-    if (flight.size() >= kWindow) reap();
+    if (flight.size() >= kWindow) {
+      reap();
+      ops.pop_front();
+    }
     auto c = std::make_unique<Completion>();
-    int r = rados_aio_remove(io_, oid.c_str(), c->c);
+    auto op = std::make_unique<WriteOp>();
+    rados_write_op_remove(op->op);
+    // FULL_FORCE: a remove frees space, so it runs on a full pool too (instead of queueing).
+    int r = rados_aio_write_op_operate(op->op, io_, c->c, oid.c_str(), nullptr,
+                                       LIBRADOS_OPERATION_FULL_FORCE);
     if (r < 0) {
       if (first.ok()) first = RadosError(r, "remove " + oid);
       continue;
     }
     flight.push_back(std::move(c));
+    ops.push_back(std::move(op));
   }
   while (!flight.empty()) reap();
   return first;

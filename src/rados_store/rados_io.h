@@ -105,8 +105,8 @@ class RadosIo {
   Result<OmapPage> OmapList(const std::string& oid, const std::string& start_after,
                             const std::string& prefix, uint64_t max,
                             store::StoreError if_missing_object);
-  // Removes the objects (best effort, concurrently; a missing one is fine). Returns the first
-  // failure other than -ENOENT.
+  // Removes the objects (best effort, concurrently, FULL_FORCE: also on a full pool; a missing
+  // one is fine). Returns the first failure other than -ENOENT.
   Status RemoveAll(const std::vector<std::string>& oids);
 
  private:

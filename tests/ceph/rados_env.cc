@@ -1,12 +1,14 @@
 #include "rados_env.h"
 
 #include <rados/librados.h>
+#include <signal.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
 #include <cstdlib>
 #include <filesystem>
+#include <fstream>
 
 namespace kvcs::ceph_test {
 
@@ -55,6 +57,20 @@ rados_store::RadosStoreOptions RadosTestOptions(const RadosEnv& env, const std::
   o.connect.op_timeout_s = 10;
   return o;
 }
+
+namespace {
+Status SignalOsd(const RadosEnv& env, int sig) {
+  std::ifstream in(env.dir + "/osd.pid");
+  long pid = 0;
+  if (!(in >> pid) || pid <= 0)
+    return Status(Code::kFailedPrecondition, "no osd.pid in " + env.dir);
+  if (::kill(static_cast<pid_t>(pid), sig) != 0) return IoError("signalling the OSD failed");
+  return Status::Ok();
+}
+}  // namespace
+
+Status PauseOsd(const RadosEnv& env) { return SignalOsd(env, SIGSTOP); }
+Status ResumeOsd(const RadosEnv& env) { return SignalOsd(env, SIGCONT); }
 
 std::vector<std::string> ObjectsIn(rados_store::RadosIo& io) {
   std::vector<std::string> out;

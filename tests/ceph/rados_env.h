@@ -27,6 +27,9 @@ Result<RadosEnv> LoadRadosEnv();
 std::string UniqueNamespace(const std::string& tag);
 // Store options on the test pool in namespace `ns` (short op timeout so fault tests stay quick).
 rados_store::RadosStoreOptions RadosTestOptions(const RadosEnv& env, const std::string& ns);
+// SIGSTOP / SIGCONT the fixture's OSD (pid from $dir/osd.pid): a stopped OSD answers nothing.
+Status PauseOsd(const RadosEnv& env);
+Status ResumeOsd(const RadosEnv& env);
 // The RADOS objects in namespace `ns` of the test pool, sorted.
 std::vector<std::string> ObjectsIn(rados_store::RadosIo& io);
 
