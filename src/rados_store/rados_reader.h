@@ -43,6 +43,8 @@ class RadosReader final : public store::ObjectReader {
   void Locate(uint64_t offset, size_t len, std::vector<Piece>* out) const;
   // The error a failed or short piece read means.
   Status ReadFailure(int err) const;
+  // The connection (and so the pool and namespace) the reader's objects are in.
+  const RadosIo* io() const { return io_.get(); }
 
  private:
   const std::shared_ptr<RadosIo> io_;

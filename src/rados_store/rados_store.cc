@@ -74,6 +74,16 @@ store::PutOptions Representation(const store::PutOptions& o) {
   r.user_meta = o.user_meta;
   return r;
 }
+// Adds the removal of `keys` to `op`.
+void OmapRemoveKeys(WriteOp& op, const std::vector<std::string>& keys) {
+  std::vector<const char*> ptrs;
+  std::vector<size_t> lens;
+  for (const auto& k : keys) {
+    ptrs.push_back(k.data());
+    lens.push_back(k.size());
+  }
+  rados_write_op_omap_rm_keys2(op.op, ptrs.data(), lens.data(), ptrs.size());
+}
 std::string Unquote(std::string e) {
   if (e.size() >= 2 && e.front() == '"' && e.back() == '"') e = e.substr(1, e.size() - 2);
   return e;
@@ -449,34 +459,10 @@ Result<store::ObjectMeta> RadosStore::Copy(std::string_view src_bucket, std::str
                                            std::string_view dst_bucket, std::string_view dst_key,
                                            std::optional<store::PutOptions> options) {
   KVCS_ASSIGN_OR_RETURN(auto reader, Open(src_bucket, src_key));
-  const store::ObjectMeta& sm = reader->meta();
-  store::PutOptions po;
-  if (options) {
-    po = std::move(*options);
-  } else {
-    po.content_type = sm.content_type;
-    po.content_encoding = sm.content_encoding;
-    po.content_disposition = sm.content_disposition;
-    po.cache_control = sm.cache_control;
-    po.user_meta = sm.user_meta;
-  }
-  po.expected_md5.reset();
-  po.expected_sha256 = sm.sha256;  // re-verifies the source bytes as they are copied
-  po.expected_size = sm.size;
-  KVCS_ASSIGN_OR_RETURN(auto writer, Put(dst_bucket, dst_key, std::move(po)));
-  Bytes buf(
-      static_cast<size_t>(std::min<uint64_t>(kCopyChunkBytes, std::max<uint64_t>(sm.size, 1))));
-  for (uint64_t off = 0; off < sm.size;) {
-    KVCS_ASSIGN_OR_RETURN(size_t n, reader->ReadAt(off, buf));
-    if (n == 0) return StoreErr(Code::kCorruption, StoreError::kCorrupt, "copy source truncated");
-    KVCS_RETURN_IF_ERROR(writer->Write(ByteSpan(buf.data(), n)));
-    off += n;
-  }
-  auto meta = writer->Commit();
-  if (!meta.ok() && meta.status().Is(StoreError::kSha256Mismatch)) {
-    return StoreErr(Code::kCorruption, StoreError::kCorrupt, "copy source failed its SHA-256");
-  }
-  return meta;
+  KVCS_ASSIGN_OR_RETURN(
+      auto writer,
+      Put(dst_bucket, dst_key, store::CopyPutOptions(reader->meta(), std::move(options))));
+  return store::StreamCopy(*reader, *writer, kCopyChunkBytes);
 }
 
 void RadosStore::ReadMany(std::span<store::RangeRead> ranges) {
@@ -496,6 +482,7 @@ void RadosStore::ReadMany(std::span<store::RangeRead> ranges) {
   for (size_t i = 0; i < ranges.size(); ++i) {
     store::RangeRead& r = ranges[i];
     const auto* reader = dynamic_cast<const RadosReader*>(r.reader);
+    if (reader != nullptr && reader->io() != io_.get()) reader = nullptr;  // another store's
     if (reader == nullptr) {
       r.result = r.reader ? r.reader->ReadAt(r.offset, r.out)
                           : Result<size_t>(Status(Code::kInvalidArgument, "null reader"));
@@ -795,13 +782,7 @@ Result<store::ObjectMeta> RadosStore::CompleteMultipart(
   }
   {
     WriteOp op;
-    std::vector<const char*> keys;
-    std::vector<size_t> lens;
-    for (const auto& k : rm) {
-      keys.push_back(k.data());
-      lens.push_back(k.size());
-    }
-    rados_write_op_omap_rm_keys2(op.op, keys.data(), lens.data(), keys.size());
+    OmapRemoveKeys(op, rm);
     (void)io_->Write(op, oid);  // a leftover done record is never listed
   }
   (void)io_->RemoveAll(unused);
@@ -824,13 +805,7 @@ Status RadosStore::AbortMultipart(std::string_view bucket, std::string_view key,
   int cmp = 0;
   rados_write_op_omap_cmp2(op.op, uk.data(), LIBRADOS_CMPXATTR_OP_EQ, up.raw.data(), uk.size(),
                            up.raw.size(), &cmp);
-  std::vector<const char*> keys;
-  std::vector<size_t> lens;
-  for (const auto& k : rm) {
-    keys.push_back(k.data());
-    lens.push_back(k.size());
-  }
-  rados_write_op_omap_rm_keys2(op.op, keys.data(), lens.data(), keys.size());
+  OmapRemoveKeys(op, rm);
   const int r = io_->Write(op, oid);
   if (r == -ECANCELED) return NoSuchUpload(upload_id);
   if (r < 0) return RadosError(r, "aborting an upload of " + std::string(key));

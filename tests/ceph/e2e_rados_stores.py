@@ -8,16 +8,12 @@ object intact, lists nothing torn or half-written, and never shows the unacknowl
 Usage: e2e_rados_stores.py /path/to/kvcs CEPH_CONF POOL
 """
 import os
-import socket
 import sys
-import threading
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "s3"))
+import e2e_crash  # noqa: E402
 import harness  # noqa: E402
 from e2e_crash import content  # noqa: E402
-
-WRITERS = 4
-ACKS_BEFORE_KILL = 40
 
 
 def check(cond, msg):
@@ -46,100 +42,18 @@ def two_stores_see_each_other(a, b):
 
 
 def kill_mid_put(a, b):
-    s3 = harness.boto_client(a.endpoint)
-    s3.create_bucket(Bucket="crash")
-    lock = threading.Condition()
-    acked, hot_acked = [], [-1]
-    stop = threading.Event()
-    big_started = threading.Event()
-
-    def writer(i):
-        c = harness.boto_client(a.endpoint)
-        j = 0
-        while not stop.is_set():
-            key = "w%d/%05d" % (i, j)
-            try:
-                c.put_object(Bucket="crash", Key=key, Body=content(key))
-            except Exception:
-                return
-            with lock:
-                acked.append(key)
-                lock.notify_all()
-            j += 1
-
-    def overwriter():
-        c = harness.boto_client(a.endpoint)
-        v = 0
-        while not stop.is_set():
-            try:
-                c.put_object(Bucket="crash", Key="hot", Body=content("hot-v%d" % v))
-            except Exception:
-                return
-            with lock:
-                hot_acked[0] = v
-            v += 1
-
-    def big():
-        c = harness.boto_client(a.endpoint)
-        while not stop.is_set():
-            big_started.set()
-            try:
-                c.put_object(Bucket="crash", Key="big", Body=content("big-0") * 16)
-            except Exception:
-                return
-
-    # A PUT certainly mid-body at the kill (100 Continue: the store has opened its writer).
-    partial_len = 8 << 20
-    host = "127.0.0.1:%d" % a.port
-    hdrs, *_ = harness.sign_request("PUT", "/crash/partial", host,
-                                    {"content-length": str(partial_len),
-                                     "expect": "100-continue"}, "UNSIGNED-PAYLOAD")
-    partial = socket.create_connection(("127.0.0.1", a.port))
-    head = "PUT /crash/partial HTTP/1.1\r\n" + "".join("%s: %s\r\n" % kv for kv in hdrs.items())
-    partial.sendall((head + "\r\n").encode())
-    reply = b""
-    while b"\r\n\r\n" not in reply:
-        chunk = partial.recv(4096)
-        if not chunk:
-            break
-        reply += chunk
-    check(reply.startswith(b"HTTP/1.1 100"), "expected 100 Continue, got %r" % reply[:200])
-    partial.sendall(b"p" * (partial_len // 2))
-
-    threads = [threading.Thread(target=writer, args=(i,)) for i in range(WRITERS)]
-    threads += [threading.Thread(target=overwriter), threading.Thread(target=big)]
-    for t in threads:
-        t.start()
-    with lock:
-        lock.wait_for(lambda: len(acked) >= ACKS_BEFORE_KILL, timeout=120)
-    big_started.wait(timeout=60)
+    harness.boto_client(a.endpoint).create_bucket(Bucket="crash")
+    load = e2e_crash.Load(a.endpoint, 16)  # "big" is 16 x content("big-0"): several stripes
+    partial = e2e_crash.start_partial_put(a)
+    load.start()
+    load.wait_for_acks(e2e_crash.ACKS_BEFORE_KILL)
     a.kill9()
     a.proc = None  # killed on purpose: its exit status is not a failure
     partial.close()
-    stop.set()
-    for t in threads:
-        t.join()
-    check(len(acked) >= ACKS_BEFORE_KILL, "only %d uploads acknowledged before the kill" % len(acked))
-
-    s3 = harness.boto_client(b.endpoint)  # the survivor
-    listed = []
-    for page in s3.get_paginator("list_objects_v2").paginate(Bucket="crash"):
-        listed += [o["Key"] for o in page.get("Contents", [])]
-    missing = sorted(set(acked) - set(listed))
-    check(not missing, "acknowledged objects lost: %s" % missing[:10])
-    check("partial" not in listed, "an unacknowledged, half-sent upload became visible")
-    for key in listed:
-        data = s3.get_object(Bucket="crash", Key=key)["Body"].read()
-        if key == "hot":
-            floor = hot_acked[0]
-            ok = any(data == content("hot-v%d" % v) for v in range(max(floor, 0), floor + 3))
-            check(ok, "'hot' is torn or older than its last acknowledged version %d" % floor)
-        elif key == "big":
-            check(data == content("big-0") * 16, "'big' is torn (%d bytes)" % len(data))
-        else:
-            check(data == content(key), "%s is torn (%d bytes)" % (key, len(data)))
+    load.join()
+    listed = load.check(harness.boto_client(b.endpoint))  # through the survivor
     print("e2e_rados_stores: killed one store mid-PUT: %d acknowledged, %d listed by the other, "
-          "all whole" % (len(acked), len(listed)))
+          "all whole" % (len(load.acked), len(listed)))
 
 
 def main():
