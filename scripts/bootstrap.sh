@@ -10,7 +10,7 @@ pkgs=(
   libboost-dev libssl-dev libgnutls28-dev
   libngtcp2-dev libngtcp2-crypto-gnutls-dev
   nlohmann-json3-dev libzstd-dev libspdlog-dev libfmt-dev libcli11-dev
-  libsqlite3-dev libhiredis-dev libjwt-dev redis-server
+  libsqlite3-dev libhiredis-dev libjwt-dev redis-server librados-dev
   libgtest-dev libgmock-dev googletest libbenchmark-dev
   python3 curl
   pybind11-dev python3-dev python3-numpy python3-torch

@@ -21,6 +21,8 @@
 #include "objcache/block_event_store.h"
 #include "objcache/block_events.h"
 #include "objcache/service.h"
+#include "rados_store/rados_config.h"
+#include "rados_store/rados_store.h"
 #include "s3/config.h"
 #include "s3/server.h"
 #include "s3client/store_factory.h"
@@ -38,12 +40,14 @@ struct StoreFlags {
   // HTTP admission (docs/protocols/http.md); 0 keeps http::Limits' default.
   size_t max_connections = 0, max_connections_per_address = 0, max_requests_per_address = 0;
   double bandwidth_cap = 0;
-  // Where objects live (docs/protocols/s3-backend.md): "local" (ROOT) or "s3".
+  // Where objects live (docs/protocols/s3-backend.md, rados-backend.md): "local" (ROOT), "s3" or
+  // "rados".
   std::string backend = "local";
   std::string backend_config;
   std::string s3_endpoint, s3_access_key, s3_secret_key, s3_region, s3_bucket_prefix;
   std::string s3_ca_file;    // https backend: trust this CA (PEM) instead of the system store
   bool s3_insecure = false;  // https backend: DEVELOPMENT ONLY, no certificate checks
+  std::string rados_pool, rados_namespace, ceph_conf, keyring, rados_client_id;
   // Same-host delivery socket; empty = ROOT/shm.sock, "none" = off.
   std::string shm_socket;
   // Registration with a KVSP Index Service (docs/protocols/kvsp-index.md §Holders).
@@ -156,6 +160,49 @@ std::unique_ptr<store::ObjectStore> OpenS3Backend(const StoreFlags& f, std::stri
   return std::move(*store);
 }
 
+// The RADOS backend from --backend-config (when it says "rados") and/or the --rados-* flags
+// (flags win). Returns null with *error set on failure, or null with no error when neither asks
+// for rados.
+std::unique_ptr<store::ObjectStore> OpenRadosBackend(const StoreFlags& f, std::string* desc,
+                                                     Status* error) {
+  rados_store::RadosStoreOptions o;
+  bool rados = f.backend == "rados";
+  if (!f.backend_config.empty()) {
+    std::string text;
+    *error = rados_store::ReadBackendConfigFile(f.backend_config, &text);
+    if (!error->ok()) return nullptr;
+    if (rados_store::IsRadosBackendConfig(text)) {
+      if (f.backend != "local" && f.backend != "rados") {
+        *error = InvalidArgument("--backend " + f.backend + " contradicts " + f.backend_config +
+                                 " (backend rados)");
+        return nullptr;
+      }
+      rados = true;
+      *error = rados_store::ParseRadosBackendConfig(text, &o);
+      if (!error->ok()) {
+        *error = error->WithContext(f.backend_config);
+        return nullptr;
+      }
+    }
+  }
+  if (!rados) return nullptr;
+  if (!f.rados_pool.empty()) o.connect.pool = f.rados_pool;
+  if (!f.rados_namespace.empty()) o.connect.rados_namespace = f.rados_namespace;
+  if (!f.ceph_conf.empty()) o.connect.ceph_conf = f.ceph_conf;
+  if (!f.keyring.empty()) o.connect.keyring = f.keyring;
+  if (!f.rados_client_id.empty()) o.connect.client_id = f.rados_client_id;
+  *error = rados_store::FinishRadosBackendConfig(o);
+  if (!error->ok()) return nullptr;
+  auto store = rados_store::RadosStore::Open(o);
+  if (!store.ok()) {
+    *error = store.status();
+    return nullptr;
+  }
+  *desc = "RADOS backend pool " + o.connect.pool +
+          (o.connect.rados_namespace.empty() ? "" : ", namespace " + o.connect.rados_namespace);
+  return std::move(*store);
+}
+
 // Generated config for a store started without keys: one access key with a random secret.
 Result<std::string> GenerateConfig(const std::string& path, s3::ServerConfig* config) {
   uint8_t raw[20];
@@ -203,7 +250,12 @@ int Run(const StoreFlags& f) {
   std::string backend_desc = "root " + f.root;
   if (f.backend != "local" || !f.backend_config.empty()) {
     Status error;
-    remote = OpenS3Backend(f, &backend_desc, &error);
+    remote = OpenRadosBackend(f, &backend_desc, &error);
+    if (!error.ok()) {
+      return Fail(cmd, error.ToString(),
+                  "check --rados-pool (it must exist), --ceph-conf and --keyring");
+    }
+    if (!remote) remote = OpenS3Backend(f, &backend_desc, &error);
     if (!error.ok()) {
       return Fail(cmd, error.ToString(),
                   "check --s3-endpoint, the keys and that the service answers");
@@ -359,11 +411,13 @@ RunFn Setup(CLI::App& app) {
                   "aggregated-retrieval bandwidth cap in bytes/s (0: none)")
       ->check(CLI::NonNegativeNumber);
   cmd->add_option("--backend", flags->backend,
-                  "where objects live: local (ROOT, default) or s3 (an existing S3 service; "
-                  "ROOT then only holds s3.conf)")
-      ->check(CLI::IsMember({"local", "s3"}));
+                  "where objects live: local (ROOT, default), s3 (an existing S3 service) or "
+                  "rados (a Ceph pool, through librados); with s3 or rados ROOT only holds "
+                  "s3.conf")
+      ->check(CLI::IsMember({"local", "s3", "rados"}));
   cmd->add_option("--backend-config", flags->backend_config,
-                  "JSON backend config (docs/protocols/s3-backend.md); --s3-* flags override it");
+                  "JSON backend config (docs/protocols/s3-backend.md, rados-backend.md); the "
+                  "--s3-* and --rados-* flags override it");
   cmd->add_option("--s3-endpoint", flags->s3_endpoint,
                   "S3 backend endpoint, http://HOST:PORT or https://HOST[:PORT]");
   cmd->add_option("--s3-ca-file", flags->s3_ca_file,
@@ -377,6 +431,15 @@ RunFn Setup(CLI::App& app) {
   cmd->add_option("--s3-region", flags->s3_region, "S3 backend region for SigV4 (us-east-1)");
   cmd->add_option("--s3-bucket-prefix", flags->s3_bucket_prefix,
                   "backend bucket = PREFIX + bucket (share one service between stores)");
+  cmd->add_option("--rados-pool", flags->rados_pool,
+                  "rados backend: the pool objects live in (must exist)");
+  cmd->add_option("--rados-namespace", flags->rados_namespace,
+                  "rados backend: RADOS namespace inside the pool (default: none)");
+  cmd->add_option("--ceph-conf", flags->ceph_conf, "rados backend: ceph.conf path");
+  cmd->add_option("--keyring", flags->keyring,
+                  "rados backend: cephx keyring (default: what ceph.conf says)");
+  cmd->add_option("--rados-client-id", flags->rados_client_id,
+                  "rados backend: cephx user client.ID (default admin)");
   cmd->add_option("--shm-socket", flags->shm_socket,
                   "Unix socket where clients on this host register shared buffers for "
                   "aggregated GETs (default ROOT/shm.sock; none: off)");
@@ -406,6 +469,8 @@ RunFn Setup(CLI::App& app) {
       "      --s3-endpoint http://rgw:8000 --s3-access-key AK   # objects kept in Ceph RGW\n"
       "  kvcs store --root /var/lib/kvcs --index http://index:7070 --index-token-file reg.jwt \\\n"
       "      --public-url https://store-1.example:9000   # announce blocks to a KVSP index\n"
+      "  kvcs store --root /var/lib/kvcs --backend rados --rados-pool kvcs \\\n"
+      "      --ceph-conf /etc/ceph/ceph.conf   # objects kept in RADOS; stores may share the pool\n"
       "  An engine on the same host sets ClientOptions::shm_socket = ROOT/shm.sock: block bytes\n"
       "  are then written into its shared buffer instead of the HTTP body.\n"
       "SIGINT/SIGTERM stop it gracefully; set --log info for per-event logs.");

@@ -802,33 +802,9 @@ Result<ObjectMeta> LocalStore::Copy(std::string_view src_bucket, std::string_vie
                                     std::string_view dst_bucket, std::string_view dst_key,
                                     std::optional<PutOptions> options) {
   KVCS_ASSIGN_OR_RETURN(auto reader, Open(src_bucket, src_key));
-  const ObjectMeta& sm = reader->meta();
-  PutOptions po;
-  if (options) {
-    po = std::move(*options);
-  } else {
-    po.content_type = sm.content_type;
-    po.content_encoding = sm.content_encoding;
-    po.content_disposition = sm.content_disposition;
-    po.cache_control = sm.cache_control;
-    po.user_meta = sm.user_meta;
-  }
-  po.expected_md5.reset();
-  po.expected_sha256 = sm.sha256;  // re-verifies the source bytes as they are copied
-  po.expected_size = sm.size;
-  KVCS_ASSIGN_OR_RETURN(auto writer, Put(dst_bucket, dst_key, std::move(po)));
-  Bytes buf(kCopyBufferBytes);
-  for (uint64_t off = 0; off < sm.size;) {
-    KVCS_ASSIGN_OR_RETURN(size_t n, reader->ReadAt(off, buf));
-    if (n == 0) return Err(Code::kCorruption, StoreError::kCorrupt, "source truncated");
-    KVCS_RETURN_IF_ERROR(writer->Write(ByteSpan(buf.data(), n)));
-    off += n;
-  }
-  auto meta = writer->Commit();
-  if (!meta.ok() && meta.status().Is(StoreError::kSha256Mismatch)) {
-    return Err(Code::kCorruption, StoreError::kCorrupt, "copy source failed its SHA-256");
-  }
-  return meta;
+  KVCS_ASSIGN_OR_RETURN(
+      auto writer, Put(dst_bucket, dst_key, CopyPutOptions(reader->meta(), std::move(options))));
+  return StreamCopy(*reader, *writer, kCopyBufferBytes);
 }
 
 void LocalStore::ReadMany(std::span<RangeRead> ranges) {

@@ -3,6 +3,8 @@
 
 #include <openssl/evp.h>
 
+#include <algorithm>
+
 #include "common/hex.h"
 
 namespace kvcs::store {
@@ -60,6 +62,39 @@ std::string MultipartEtag(std::span<const Md5> part_md5s) {
   for (const Md5& m : part_md5s) h.Update(ByteSpan(m.data(), m.size()));
   Md5 all = h.Finish();
   return ToHex(all) + "-" + std::to_string(part_md5s.size());
+}
+
+PutOptions CopyPutOptions(const ObjectMeta& sm, std::optional<PutOptions> replace) {
+  PutOptions po;
+  if (replace) {
+    po = std::move(*replace);
+  } else {
+    po.content_type = sm.content_type;
+    po.content_encoding = sm.content_encoding;
+    po.content_disposition = sm.content_disposition;
+    po.cache_control = sm.cache_control;
+    po.user_meta = sm.user_meta;
+  }
+  po.expected_md5.reset();
+  po.expected_sha256 = sm.sha256;  // re-verifies the source bytes as they are copied
+  po.expected_size = sm.size;
+  return po;
+}
+
+Result<ObjectMeta> StreamCopy(const ObjectReader& source, ObjectWriter& dest, size_t chunk_bytes) {
+  const uint64_t size = source.meta().size;
+  Bytes buf(static_cast<size_t>(std::min<uint64_t>(chunk_bytes, std::max<uint64_t>(size, 1))));
+  for (uint64_t off = 0; off < size;) {
+    KVCS_ASSIGN_OR_RETURN(size_t n, source.ReadAt(off, buf));
+    if (n == 0) return StoreErr(Code::kCorruption, StoreError::kCorrupt, "source truncated");
+    KVCS_RETURN_IF_ERROR(dest.Write(ByteSpan(buf.data(), n)));
+    off += n;
+  }
+  auto meta = dest.Commit();
+  if (!meta.ok() && meta.status().Is(StoreError::kSha256Mismatch)) {
+    return StoreErr(Code::kCorruption, StoreError::kCorrupt, "copy source failed its SHA-256");
+  }
+  return meta;
 }
 
 struct Md5Hasher::Ctx {

@@ -274,6 +274,14 @@ Status ValidateKey(std::string_view key);
 // The multipart ETag: hex(MD5(concat(part MD5s))) + "-" + N. Pure.
 std::string MultipartEtag(std::span<const Md5> part_md5s);
 
+// For stores whose Copy streams the bytes (LocalStore, rados_store::RadosStore): the destination's
+// PutOptions (`replace`, or the source's representation and user metadata for COPY), expecting
+// the source's size and SHA-256 so that the copied bytes are verified again. Pure.
+PutOptions CopyPutOptions(const ObjectMeta& source, std::optional<PutOptions> replace);
+// Streams all of `source` into `dest` in chunks of `chunk_bytes` and commits; a SHA-256 mismatch
+// (the source's bytes do not match its digest) is kCorrupt.
+Result<ObjectMeta> StreamCopy(const ObjectReader& source, ObjectWriter& dest, size_t chunk_bytes);
+
 // Incremental MD5 (OpenSSL EVP). Not thread-safe; one per stream.
 class Md5Hasher {
  public:

@@ -1,5 +1,9 @@
 """Starts `kvcs store` on a free 127.0.0.1 port with a temporary root, for the S3 end-to-end tests.
 
+$KVCS_E2E_STORE_ARGS, when set, is appended to every store's command line with "{ns}" replaced by
+a name unique to that Store (kept across its restarts): tests/ceph runs these tests against the
+RADOS backend with "--backend rados --rados-pool P --rados-namespace {ns} --ceph-conf F".
+
 Nothing leaks into the user's configuration: every client gets a temporary HOME and config files,
 and AWS_* variables from the caller's environment are removed.
 """
@@ -7,6 +11,7 @@ import datetime
 import hashlib
 import hmac
 import os
+import shlex
 import shutil
 import signal
 import subprocess
@@ -57,7 +62,8 @@ class Store:
         self.proc = subprocess.Popen(
             [self.kvcs, "store", "--root", self.root, "--listen", "127.0.0.1:0", "--config",
              self.config, "--io-threads", "4"] +
-            (["--tls-cert", self.tls[0], "--tls-key", self.tls[1]] if self.tls else []),
+            (["--tls-cert", self.tls[0], "--tls-key", self.tls[1]] if self.tls else []) +
+            backend_args(os.path.basename(self.tmp)),
             stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=self.env, text=True)
         self.banner = []
         for line in self.proc.stdout:  # blocks until the server prints its address
@@ -97,6 +103,12 @@ class Store:
         shutil.rmtree(self.tmp, ignore_errors=True)
         if exc[0] is None and rc not in (0, None):
             raise RuntimeError("kvcs store exited with %s" % rc)
+
+
+def backend_args(ns):
+    """The extra store arguments of $KVCS_E2E_STORE_ARGS for a store whose unique name is ns."""
+    extra = os.environ.get("KVCS_E2E_STORE_ARGS", "")
+    return shlex.split(extra.replace("{ns}", ns.replace("_", "-")))
 
 
 def boto_client(endpoint, access=ACCESS_KEY, secret=SECRET_KEY, style="path"):
