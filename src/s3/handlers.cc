@@ -545,13 +545,7 @@ Awaitable<void> CopyObject(S3Context& ctx, std::string_view source) {
     o->expected_size.reset();
     opts = std::move(*o);
   } else {
-    const ObjectMeta& sm = src->reader->meta();
-    opts.content_type = sm.content_type;
-    opts.content_encoding = sm.content_encoding;
-    opts.content_disposition = sm.content_disposition;
-    opts.cache_control = sm.cache_control;
-    opts.expires = sm.expires;
-    opts.user_meta = sm.user_meta;
+    opts = store::RepresentationOf(src->reader->meta());
   }
   auto acl = AclTextFromHeaders(ctx);
   if (!acl.ok()) co_return co_await SendS3Error(ctx, acl.status());

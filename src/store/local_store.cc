@@ -881,16 +881,8 @@ Result<ObjectMeta> LocalStore::Copy(std::string_view src_bucket, std::string_vie
                                     std::optional<PutOptions> options) {
   KVCS_ASSIGN_OR_RETURN(auto reader, Open(src_bucket, src_key));
   const ObjectMeta& sm = reader->meta();
-  PutOptions po;
-  if (options) {
-    po = std::move(*options);
-  } else {
-    po.content_type = sm.content_type;
-    po.content_encoding = sm.content_encoding;
-    po.content_disposition = sm.content_disposition;
-    po.cache_control = sm.cache_control;
-    po.user_meta = sm.user_meta;
-  }
+  // COPY: the source's representation; its ACL is not copied (as S3).
+  PutOptions po = options ? std::move(*options) : RepresentationOf(sm);
   po.condition = {};  // copies are unconditional (see PutOptions::condition)
   po.expected_md5.reset();
   po.expected_sha256 = sm.sha256;  // re-verifies the source bytes as they are copied

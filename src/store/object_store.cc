@@ -66,6 +66,17 @@ Status ObjectStore::SetObjectAcl(std::string_view bucket, std::string_view key,
                   "this store keeps no object ACLs");
 }
 
+PutOptions RepresentationOf(const ObjectMeta& m) {
+  PutOptions o;
+  o.content_type = m.content_type;
+  o.content_encoding = m.content_encoding;
+  o.content_disposition = m.content_disposition;
+  o.cache_control = m.cache_control;
+  o.expires = m.expires;
+  o.user_meta = m.user_meta;
+  return o;
+}
+
 Status CheckWriteCondition(const WriteCondition& c, const ObjectMeta* current) {
   auto listed = [&](const std::vector<std::string>& etags) {
     for (const std::string& e : etags) {

@@ -304,6 +304,9 @@ class ObjectStore {
 // no "..", ".-" or "-.", not an IPv4 address, no reserved prefix ("xn--", "sthree-") or suffix
 // ("-s3alias", "--ol-s3"). Pure.
 Status ValidateBucketName(std::string_view name);
+// The representation of `m` (content type, encoding, disposition, cache control, expires, user
+// metadata) as the options of a new version; no ACL, condition or checks. Pure.
+PutOptions RepresentationOf(const ObjectMeta& m);
 // Whether `current` (nullptr: the key does not exist) lets a write with condition `c` commit:
 // OK, kPreconditionFailed, or kNoSuchKey (If-Match on an absent key). Pure.
 Status CheckWriteCondition(const WriteCondition& c, const ObjectMeta* current);

@@ -12,14 +12,12 @@ grants survive a restart.
 import os
 import subprocess
 import sys
-import urllib.error
-import urllib.request
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import harness  # noqa: E402
+from harness import check, denied, expect_error, http_status  # noqa: E402
 import botocore  # noqa: E402
 from botocore.config import Config  # noqa: E402
-from botocore.exceptions import ClientError  # noqa: E402
 
 USERS = ("[key bobkey]\nsecret = bob-secret-0123456789\nuser = bob\ndisplay_name = Bob\n"
          "[key carolkey]\nsecret = carol-secret-0123456789\nuser = carol\n")
@@ -27,29 +25,8 @@ ALL_USERS = "http://acs.amazonaws.com/groups/global/AllUsers"
 AUTH_USERS = "http://acs.amazonaws.com/groups/global/AuthenticatedUsers"
 
 
-def expect_error(code, status, what, fn, *args, **kw):
-    try:
-        fn(*args, **kw)
-    except ClientError as e:
-        got = e.response["Error"]["Code"]
-        got_status = e.response["ResponseMetadata"]["HTTPStatusCode"]
-        if got_status != status or (code and got != code):
-            harness.fail("%s: expected %s/%d, got %s/%d" % (what, code, status, got, got_status))
-        return
-    harness.fail("%s: expected error %s, got success" % (what, code))
-
-
-def denied(what, fn, *args, **kw):
-    expect_error("AccessDenied", 403, what, fn, *args, **kw)
-
-
 def head_denied(what, fn, *args, **kw):
     expect_error("403", 403, what, fn, *args, **kw)  # HEAD answers carry no XML body
-
-
-def check(cond, msg):
-    if not cond:
-        harness.fail(msg)
 
 
 def anon_client(endpoint):
@@ -58,16 +35,6 @@ def anon_client(endpoint):
                         config=Config(signature_version=botocore.UNSIGNED,
                                       s3={"addressing_style": "path"},
                                       retries={"max_attempts": 1}))
-
-
-def http_status(url, data=None, method="GET"):
-    try:
-        with urllib.request.urlopen(urllib.request.Request(url, data=data, method=method)) as r:
-            r.read()
-            return r.status
-    except urllib.error.HTTPError as e:
-        e.read()
-        return e.code
 
 
 def read(c, bucket, key):
@@ -245,14 +212,9 @@ def test_put_acl_xml(alice, bob, anon):
 
 
 def test_awscli(store, endpoint):
-    home = store.home
-    os.makedirs(os.path.join(home, ".aws"), exist_ok=True)
-    with open(os.path.join(home, ".aws", "config"), "w") as f:
-        f.write("[default]\nregion = us-east-1\ns3 =\n    addressing_style = path\n")
-    with open(os.path.join(home, ".aws", "credentials"), "w") as f:
-        f.write("[default]\naws_access_key_id = %s\naws_secret_access_key = %s\n"
-                "[bob]\naws_access_key_id = bobkey\naws_secret_access_key = "
-                "bob-secret-0123456789\n" % (harness.ACCESS_KEY, harness.SECRET_KEY))
+    harness.write_aws_profiles(store.home, {
+        "default": (harness.ACCESS_KEY, harness.SECRET_KEY),
+        "bob": ("bobkey", "bob-secret-0123456789")})
     aws = ["/usr/bin/aws", "--endpoint-url", endpoint]
 
     def run(args, profile=None, ok=True):

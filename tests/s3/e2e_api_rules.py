@@ -31,28 +31,12 @@ import urllib.request
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import harness  # noqa: E402
+from harness import check, expect_error  # noqa: E402
 from botocore.exceptions import ClientError  # noqa: E402
 
 RACE_ROUNDS = 40
 RACE_WRITERS = 6
 RACE_BODY = 256 * 1024
-
-
-def expect_error(code, status, what, fn, *args, **kw):
-    try:
-        fn(*args, **kw)
-    except ClientError as e:
-        got = e.response["Error"]["Code"]
-        got_status = e.response["ResponseMetadata"]["HTTPStatusCode"]
-        if got_status != status or (code and got != code):
-            harness.fail("%s: expected %s/%d, got %s/%d" % (what, code, status, got, got_status))
-        return e
-    harness.fail("%s: expected error %s, got success" % (what, code))
-
-
-def check(cond, msg):
-    if not cond:
-        harness.fail(msg)
 
 
 def with_headers(client, op, headers):
@@ -336,13 +320,7 @@ def test_listing_and_metadata(c):
 
 
 def test_awscli(store, endpoint):
-    home = store.home
-    os.makedirs(os.path.join(home, ".aws"), exist_ok=True)
-    with open(os.path.join(home, ".aws", "config"), "w") as f:
-        f.write("[default]\nregion = us-east-1\ns3 =\n    addressing_style = path\n")
-    with open(os.path.join(home, ".aws", "credentials"), "w") as f:
-        f.write("[default]\naws_access_key_id = %s\naws_secret_access_key = %s\n" %
-                (harness.ACCESS_KEY, harness.SECRET_KEY))
+    harness.write_aws_profiles(store.home, {"default": (harness.ACCESS_KEY, harness.SECRET_KEY)})
     aws = ["/usr/bin/aws", "--endpoint-url", endpoint]
 
     def run(args, ok=True):
