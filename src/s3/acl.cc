@@ -110,19 +110,15 @@ Result<Acl> CannedAcl(std::string_view name) {
   return acl;
 }
 
-std::string Tag(std::string_view name, std::string_view value) {
-  return "<" + std::string(name) + ">" + XmlEscape(value) + "</" + std::string(name) + ">";
-}
-
 std::string GrantXml(const std::string& grantee, Permission p) {
-  return "<Grant>" + grantee + Tag("Permission", PermissionName(p)) + "</Grant>";
+  return "<Grant>" + grantee + XmlTag("Permission", PermissionName(p)) + "</Grant>";
 }
 
 constexpr std::string_view kXsi = "xmlns:xsi=\"http://www.w3.org/2001/XMLSchema-instance\" ";
 
 std::string UserGrantee(const User& u) {
-  return "<Grantee " + std::string(kXsi) + "xsi:type=\"CanonicalUser\">" + Tag("ID", u.id) +
-         Tag("DisplayName", u.display_name) + "</Grantee>";
+  return "<Grantee " + std::string(kXsi) + "xsi:type=\"CanonicalUser\">" + XmlTag("ID", u.id) +
+         XmlTag("DisplayName", u.display_name) + "</Grantee>";
 }
 
 }  // namespace
@@ -247,8 +243,8 @@ std::string AccessControlPolicyXml(const User& owner, const Acl& acl,
   std::string x =
       "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<AccessControlPolicy "
       "xmlns=\"http://s3.amazonaws.com/doc/2006-03-01/\"><Owner>" +
-      Tag("ID", owner.id) + Tag("DisplayName", owner.display_name) + "</Owner><AccessControlList>" +
-      GrantXml(UserGrantee(owner), Permission::kFullControl);
+      XmlTag("ID", owner.id) + XmlTag("DisplayName", owner.display_name) +
+      "</Owner><AccessControlList>" + GrantXml(UserGrantee(owner), Permission::kFullControl);
   for (const Grant& g : acl.grants) {
     if (g.kind == GranteeKind::kUser && g.user_id == owner.id &&
         g.permission == Permission::kFullControl) {
@@ -260,7 +256,7 @@ std::string AccessControlPolicyXml(const User& owner, const Acl& acl,
     } else {
       grantee =
           "<Grantee " + std::string(kXsi) + "xsi:type=\"Group\">" +
-          Tag("URI", g.kind == GranteeKind::kAllUsers ? kAllUsersUri : kAuthenticatedUsersUri) +
+          XmlTag("URI", g.kind == GranteeKind::kAllUsers ? kAllUsersUri : kAuthenticatedUsersUri) +
           "</Grantee>";
     }
     x += GrantXml(grantee, g.permission);

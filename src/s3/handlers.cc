@@ -62,12 +62,6 @@ class PooledBuffer {
   std::unique_ptr<uint8_t[]> buf_;
 };
 
-std::string Tag(std::string_view name, std::string_view value) {
-  std::string out = "<";
-  out.append(name).append(">").append(XmlEscape(value)).append("</").append(name).append(">");
-  return out;
-}
-
 std::string Quoted(std::string_view etag) { return "\"" + std::string(etag) + "\""; }
 
 std::string StripEtag(std::string_view e) {
@@ -193,7 +187,9 @@ Awaitable<void> SendEmpty(S3Context& ctx, int status, HeaderList extra = {}) {
 }
 
 // <ID> and <DisplayName> of `u` (the children of <Owner> and of a CanonicalUser <Grantee>).
-std::string UserXml(const User& u) { return Tag("ID", u.id) + Tag("DisplayName", u.display_name); }
+std::string UserXml(const User& u) {
+  return XmlTag("ID", u.id) + XmlTag("DisplayName", u.display_name);
+}
 
 // The owner of the request's bucket and (bucket owner enforced) its objects and uploads; an
 // owner-less bucket shows the requester, whom it lets do everything.
@@ -217,7 +213,7 @@ Awaitable<void> ListBuckets(S3Context& ctx) {
        UserXml(UserOf(ctx.config, ctx.request.access_key)) + "</Owner><Buckets>";
   for (const auto& b : *buckets) {
     if (!IsBucketOwner(b, ctx.request.user_id)) continue;  // another user's
-    x += "<Bucket>" + Tag("Name", b.name) + Tag("CreationDate", FormatIsoDate(b.created_ms)) +
+    x += "<Bucket>" + XmlTag("Name", b.name) + XmlTag("CreationDate", FormatIsoDate(b.created_ms)) +
          "</Bucket>";
   }
   x += "</Buckets></ListAllMyBucketsResult>";
@@ -374,30 +370,30 @@ Awaitable<void> ListObjects(S3Context& ctx, bool v2) {
   if (!list.ok()) co_return co_await SendS3Error(ctx, list.status());
   auto enc = [&](std::string_view s) { return url ? UriEncode(s, false) : std::string(s); };
   std::string x(kXmlDecl);
-  x += "<ListBucketResult" + std::string(kNs) + ">" + Tag("Name", r.bucket) +
-       Tag("Prefix", enc(o.prefix));
+  x += "<ListBucketResult" + std::string(kNs) + ">" + XmlTag("Name", r.bucket) +
+       XmlTag("Prefix", enc(o.prefix));
   if (v2) {
-    x += Tag("KeyCount", std::to_string(list->objects.size() + list->common_prefixes.size()));
-    if (token) x += Tag("ContinuationToken", *token);
-    if (auto sa = r.Query("start-after")) x += Tag("StartAfter", enc(*sa));
-    if (list->truncated) x += Tag("NextContinuationToken", ToHex(AsBytes(list->next_marker)));
+    x += XmlTag("KeyCount", std::to_string(list->objects.size() + list->common_prefixes.size()));
+    if (token) x += XmlTag("ContinuationToken", *token);
+    if (auto sa = r.Query("start-after")) x += XmlTag("StartAfter", enc(*sa));
+    if (list->truncated) x += XmlTag("NextContinuationToken", ToHex(AsBytes(list->next_marker)));
   } else {
-    x += Tag("Marker", enc(o.start_after));
-    if (list->truncated) x += Tag("NextMarker", enc(list->next_marker));
+    x += XmlTag("Marker", enc(o.start_after));
+    if (list->truncated) x += XmlTag("NextMarker", enc(list->next_marker));
   }
-  x += Tag("MaxKeys", std::to_string(o.max_keys));
-  if (!o.delimiter.empty()) x += Tag("Delimiter", enc(o.delimiter));
-  if (url) x += Tag("EncodingType", "url");
-  x += Tag("IsTruncated", list->truncated ? "true" : "false");
+  x += XmlTag("MaxKeys", std::to_string(o.max_keys));
+  if (!o.delimiter.empty()) x += XmlTag("Delimiter", enc(o.delimiter));
+  if (url) x += XmlTag("EncodingType", "url");
+  x += XmlTag("IsTruncated", list->truncated ? "true" : "false");
   bool owner = !v2 || r.Query("fetch-owner") == std::optional<std::string_view>("true");
   for (const auto& m : list->objects) {
-    x += "<Contents>" + Tag("Key", enc(m.key)) +
-         Tag("LastModified", FormatIsoDate(m.last_modified_ms)) + Tag("ETag", Quoted(m.etag)) +
-         Tag("Size", std::to_string(m.size)) + (owner ? Owner(ctx) : "") +
-         "<StorageClass>STANDARD</StorageClass></Contents>";
+    x += "<Contents>" + XmlTag("Key", enc(m.key)) +
+         XmlTag("LastModified", FormatIsoDate(m.last_modified_ms)) +
+         XmlTag("ETag", Quoted(m.etag)) + XmlTag("Size", std::to_string(m.size)) +
+         (owner ? Owner(ctx) : "") + "<StorageClass>STANDARD</StorageClass></Contents>";
   }
   for (const auto& p : list->common_prefixes) {
-    x += "<CommonPrefixes>" + Tag("Prefix", enc(p)) + "</CommonPrefixes>";
+    x += "<CommonPrefixes>" + XmlTag("Prefix", enc(p)) + "</CommonPrefixes>";
   }
   x += "</ListBucketResult>";
   co_await SendXml(ctx, 200, x);
@@ -430,10 +426,10 @@ Awaitable<void> DeleteObjects(S3Context& ctx) {
   for (const std::string& key : req->keys) {
     Status s = ctx.store.Delete(ctx.request.bucket, key);
     if (s.ok()) {
-      if (!req->quiet) x += "<Deleted>" + Tag("Key", key) + "</Deleted>";
+      if (!req->quiet) x += "<Deleted>" + XmlTag("Key", key) + "</Deleted>";
     } else {
-      x += "<Error>" + Tag("Key", key) + Tag("Code", Describe(ToS3Error(s)).code) +
-           Tag("Message", s.message()) + "</Error>";
+      x += "<Error>" + XmlTag("Key", key) + XmlTag("Code", Describe(ToS3Error(s)).code) +
+           XmlTag("Message", s.message()) + "</Error>";
     }
   }
   x += "</DeleteResult>";
@@ -555,8 +551,8 @@ Awaitable<void> CopyObject(S3Context& ctx, std::string_view source) {
   if (!meta.ok()) co_return co_await SendS3Error(ctx, meta.status());
   co_await SendXml(ctx, 200,
                    std::string(kXmlDecl) + "<CopyObjectResult" + std::string(kNs) + ">" +
-                       Tag("LastModified", FormatIsoDate(meta->last_modified_ms)) +
-                       Tag("ETag", Quoted(meta->etag)) + "</CopyObjectResult>");
+                       XmlTag("LastModified", FormatIsoDate(meta->last_modified_ms)) +
+                       XmlTag("ETag", Quoted(meta->etag)) + "</CopyObjectResult>");
 }
 
 // Query parameters of a (presigned) GET that override response headers.
@@ -683,8 +679,8 @@ Awaitable<void> CreateMultipart(S3Context& ctx) {
   if (!id.ok()) co_return co_await SendS3Error(ctx, id.status());
   co_await SendXml(ctx, 200,
                    std::string(kXmlDecl) + "<InitiateMultipartUploadResult" + std::string(kNs) +
-                       ">" + Tag("Bucket", ctx.request.bucket) + Tag("Key", ctx.request.key) +
-                       Tag("UploadId", *id) + "</InitiateMultipartUploadResult>");
+                       ">" + XmlTag("Bucket", ctx.request.bucket) + XmlTag("Key", ctx.request.key) +
+                       XmlTag("UploadId", *id) + "</InitiateMultipartUploadResult>");
 }
 
 // x-amz-copy-source-range "bytes=first-last" of an object of `size` bytes: InvalidArgument when
@@ -752,8 +748,8 @@ Awaitable<void> UploadPartCopy(S3Context& ctx, std::string_view upload_id, int p
   if (!meta.ok()) co_return co_await SendS3Error(ctx, meta.status());
   co_await SendXml(ctx, 200,
                    std::string(kXmlDecl) + "<CopyPartResult" + std::string(kNs) + ">" +
-                       Tag("LastModified", FormatIsoDate(meta->last_modified_ms)) +
-                       Tag("ETag", Quoted(meta->etag)) + "</CopyPartResult>");
+                       XmlTag("LastModified", FormatIsoDate(meta->last_modified_ms)) +
+                       XmlTag("ETag", Quoted(meta->etag)) + "</CopyPartResult>");
 }
 
 Awaitable<void> UploadPart(S3Context& ctx, std::string_view upload_id, std::string_view part) {
@@ -798,9 +794,9 @@ Awaitable<void> CompleteMultipart(S3Context& ctx, std::string_view upload_id) {
   if (!meta.ok()) co_return co_await SendS3Error(ctx, meta.status());
   co_await SendXml(ctx, 200,
                    std::string(kXmlDecl) + "<CompleteMultipartUploadResult" + std::string(kNs) +
-                       ">" + Tag("Location", "/" + ctx.request.bucket + "/" + ctx.request.key) +
-                       Tag("Bucket", ctx.request.bucket) + Tag("Key", ctx.request.key) +
-                       Tag("ETag", Quoted(meta->etag)) + "</CompleteMultipartUploadResult>");
+                       ">" + XmlTag("Location", "/" + ctx.request.bucket + "/" + ctx.request.key) +
+                       XmlTag("Bucket", ctx.request.bucket) + XmlTag("Key", ctx.request.key) +
+                       XmlTag("ETag", Quoted(meta->etag)) + "</CompleteMultipartUploadResult>");
 }
 
 Awaitable<void> AbortMultipart(S3Context& ctx, std::string_view upload_id) {
@@ -817,9 +813,9 @@ Awaitable<void> ListParts(S3Context& ctx, std::string_view upload_id) {
   int marker = 0;
   if (auto v = ctx.request.Query("part-number-marker")) marker = std::atoi(std::string(*v).c_str());
   std::string x(kXmlDecl);
-  x += "<ListPartsResult" + std::string(kNs) + ">" + Tag("Bucket", ctx.request.bucket) +
-       Tag("Key", ctx.request.key) + Tag("UploadId", upload_id) +
-       Tag("PartNumberMarker", std::to_string(marker)) + Owner(ctx) +
+  x += "<ListPartsResult" + std::string(kNs) + ">" + XmlTag("Bucket", ctx.request.bucket) +
+       XmlTag("Key", ctx.request.key) + XmlTag("UploadId", upload_id) +
+       XmlTag("PartNumberMarker", std::to_string(marker)) + Owner(ctx) +
        "<StorageClass>STANDARD</StorageClass>";
   int count = 0, last = marker;
   bool truncated = false;
@@ -832,13 +828,13 @@ Awaitable<void> ListParts(S3Context& ctx, std::string_view upload_id) {
     }
     ++count;
     last = p.part_number;
-    items += "<Part>" + Tag("PartNumber", std::to_string(p.part_number)) +
-             Tag("LastModified", FormatIsoDate(p.last_modified_ms)) + Tag("ETag", Quoted(p.etag)) +
-             Tag("Size", std::to_string(p.size)) + "</Part>";
+    items += "<Part>" + XmlTag("PartNumber", std::to_string(p.part_number)) +
+             XmlTag("LastModified", FormatIsoDate(p.last_modified_ms)) +
+             XmlTag("ETag", Quoted(p.etag)) + XmlTag("Size", std::to_string(p.size)) + "</Part>";
   }
-  x += Tag("NextPartNumberMarker", std::to_string(last)) +
-       Tag("MaxParts", std::to_string(*max_parts)) +
-       Tag("IsTruncated", truncated ? "true" : "false") + items + "</ListPartsResult>";
+  x += XmlTag("NextPartNumberMarker", std::to_string(last)) +
+       XmlTag("MaxParts", std::to_string(*max_parts)) +
+       XmlTag("IsTruncated", truncated ? "true" : "false") + items + "</ListPartsResult>";
   co_await SendXml(ctx, 200, x);
 }
 
@@ -847,14 +843,16 @@ Awaitable<void> ListUploads(S3Context& ctx) {
   auto ups = ctx.store.ListMultipartUploads(ctx.request.bucket, prefix);
   if (!ups.ok()) co_return co_await SendS3Error(ctx, ups.status());
   std::string x(kXmlDecl);
-  x += "<ListMultipartUploadsResult" + std::string(kNs) + ">" + Tag("Bucket", ctx.request.bucket) +
-       "<KeyMarker></KeyMarker><UploadIdMarker></UploadIdMarker>" + Tag("Prefix", prefix) +
-       Tag("MaxUploads", std::to_string(store::kMaxListKeys)) + "<IsTruncated>false</IsTruncated>";
+  x += "<ListMultipartUploadsResult" + std::string(kNs) + ">" +
+       XmlTag("Bucket", ctx.request.bucket) +
+       "<KeyMarker></KeyMarker><UploadIdMarker></UploadIdMarker>" + XmlTag("Prefix", prefix) +
+       XmlTag("MaxUploads", std::to_string(store::kMaxListKeys)) +
+       "<IsTruncated>false</IsTruncated>";
   for (const auto& u : *ups) {
-    x += "<Upload>" + Tag("Key", u.key) + Tag("UploadId", u.upload_id) + Owner(ctx) +
+    x += "<Upload>" + XmlTag("Key", u.key) + XmlTag("UploadId", u.upload_id) + Owner(ctx) +
          "<Initiator><ID>kvcs</ID><DisplayName>kvcs</DisplayName></Initiator>"
          "<StorageClass>STANDARD</StorageClass>" +
-         Tag("Initiated", FormatIsoDate(u.initiated_ms)) + "</Upload>";
+         XmlTag("Initiated", FormatIsoDate(u.initiated_ms)) + "</Upload>";
   }
   x += "</ListMultipartUploadsResult>";
   co_await SendXml(ctx, 200, x);
@@ -890,10 +888,10 @@ Awaitable<void> SendS3Error(S3Context& ctx, const Status& status) {
   }
   std::string resource = ctx.request.path;
   std::string x(kXmlDecl);
-  x += "<Error>" + Tag("Code", info.code) + Tag("Message", status.message());
-  if (!ctx.request.bucket.empty()) x += Tag("BucketName", ctx.request.bucket);
-  if (e == S3Error::kNoSuchKey) x += Tag("Key", ctx.request.key);
-  x += Tag("Resource", resource) + Tag("RequestId", ctx.request_id) + "</Error>";
+  x += "<Error>" + XmlTag("Code", info.code) + XmlTag("Message", status.message());
+  if (!ctx.request.bucket.empty()) x += XmlTag("BucketName", ctx.request.bucket);
+  if (e == S3Error::kNoSuchKey) x += XmlTag("Key", ctx.request.key);
+  x += XmlTag("Resource", resource) + XmlTag("RequestId", ctx.request_id) + "</Error>";
   co_await SendXml(ctx, info.http_status, x, std::move(h));
 }
 

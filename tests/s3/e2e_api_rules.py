@@ -34,7 +34,7 @@ import harness  # noqa: E402
 from harness import check, expect_error  # noqa: E402
 from botocore.exceptions import ClientError  # noqa: E402
 
-RACE_ROUNDS = 40
+RACE_ROUNDS = 30
 RACE_WRITERS = 6
 RACE_BODY = 256 * 1024
 
