@@ -1,6 +1,7 @@
 #include "s3/config.h"
 
 #include <fstream>
+#include <set>
 #include <sstream>
 
 #include "common/strings.h"
@@ -85,6 +86,26 @@ User UserOf(const ServerConfig& config, std::string_view access_key) {
   if (u.id.empty()) u.id = std::string(access_key);  // no user =: the key is its own user
   if (u.display_name.empty()) u.display_name = u.id;
   return u;
+}
+
+bool IsKnownUser(const ServerConfig& config, std::string_view id) {
+  for (const auto& [key, secret] : config.secrets) {
+    if (UserOf(config, key).id == id) return true;
+  }
+  return false;
+}
+
+User UserById(const ServerConfig& config, std::string_view id) {
+  for (const auto& [key, secret] : config.secrets) {
+    if (User u = UserOf(config, key); u.id == id) return u;
+  }
+  return User{std::string(id), std::string(id)};
+}
+
+size_t CountUsers(const ServerConfig& config) {
+  std::set<std::string> ids;
+  for (const auto& [key, secret] : config.secrets) ids.insert(UserOf(config, key).id);
+  return ids.size();
 }
 
 Status LoadConfigFile(const std::string& path, ServerConfig* config) {

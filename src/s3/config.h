@@ -65,6 +65,13 @@ Status LoadConfigFile(const std::string& path, ServerConfig* config);
 // the key itself (old configs: one user per key). Empty key (anonymous): an empty user.
 User UserOf(const ServerConfig& config, std::string_view access_key);
 
+// True when some configured access key acts as user `id` (what ACL grants may name).
+bool IsKnownUser(const ServerConfig& config, std::string_view id);
+// The user `id` names: that of the first configured key acting as it, else {id, id}.
+User UserById(const ServerConfig& config, std::string_view id);
+// How many distinct users the configured keys act as.
+size_t CountUsers(const ServerConfig& config);
+
 }  // namespace kvcs::s3
 
 #endif  // KVCS_S3_CONFIG_H_

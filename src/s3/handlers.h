@@ -4,8 +4,10 @@
 // HandleS3 dispatches on method, addressing (bucket, key) and sub-resource query parameters
 // (?uploads, ?uploadId, ?partNumber, ?delete, ?list-type, ?location, ...) and always produces a
 // complete response (an S3 XML error on failure). The caller has already authenticated the
-// request (SigV4) and set request.access_key and user_id; HandleS3 lets only the bucket's owner
-// use a bucket, its objects and uploads, and a copy source (s3/access.h), AccessDenied otherwise.
+// request (SigV4, or none: an anonymous request has an empty user_id) and set request.access_key
+// and user_id; HandleS3 lets the bucket's owner do everything with a bucket, its objects and
+// uploads, and others what the bucket's or the object's ACL grants (s3/access.h), AccessDenied
+// otherwise.
 #ifndef KVCS_S3_HANDLERS_H_
 #define KVCS_S3_HANDLERS_H_
 
@@ -29,6 +31,9 @@ struct S3Context {
   store::ObjectStore& store;
   const ServerConfig& config;
   std::string request_id;
+  // The request's bucket, looked up once by HandleS3 before the operation runs (empty for
+  // ListBuckets and CreateBucket).
+  store::BucketInfo bucket = {};
 };
 
 Awaitable<void> HandleS3(S3Context& ctx);

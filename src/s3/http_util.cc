@@ -38,6 +38,12 @@ std::optional<int64_t> ParseAmzDate(std::string_view s) {
   return static_cast<int64_t>(timegm(&tm));
 }
 
+std::string XmlTag(std::string_view name, std::string_view value) {
+  std::string out = "<";
+  out.append(name).append(">").append(XmlEscape(value)).append("</").append(name).append(">");
+  return out;
+}
+
 std::string XmlEscape(std::string_view s) {
   std::string out;
   out.reserve(s.size());

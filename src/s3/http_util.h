@@ -35,6 +35,8 @@ std::optional<int64_t> ParseAmzDate(std::string_view s);
 
 // Escapes & < > " ' for XML text and attribute values.
 std::string XmlEscape(std::string_view s);
+// <name>XmlEscape(value)</name>.
+std::string XmlTag(std::string_view name, std::string_view value);
 
 // Resolves S3 addressing. `host` is the Host header (may carry ":port"); `path` is the decoded
 // path. When the host is "<bucket>.<suffix>" for one of `virtual_hosts`, the bucket comes from the

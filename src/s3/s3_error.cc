@@ -78,6 +78,8 @@ S3ErrorInfo Describe(S3Error e) {
       return {"NotImplemented", 501};
     case S3Error::kRequestTimeout:
       return {"RequestTimeout", 400};
+    case S3Error::kUnexpectedContent:
+      return {"UnexpectedContent", 400};
     case S3Error::kSlowDown:
       return {"SlowDown", 503};
     case S3Error::kInternalError:
@@ -141,6 +143,10 @@ S3Error ToS3Error(const Status& status) {
       return S3Error::kInvalidRange;
     case StoreError::kInvalidArgument:
       return S3Error::kInvalidArgument;
+    case StoreError::kPreconditionFailed:
+      return S3Error::kPreconditionFailed;
+    case StoreError::kNotImplemented:
+      return S3Error::kNotImplemented;
     default:
       break;
   }

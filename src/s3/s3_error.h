@@ -48,6 +48,7 @@ enum class S3Error {
   kMethodNotAllowed,
   kNotImplemented,
   kRequestTimeout,
+  kUnexpectedContent,
   kSlowDown,
   kInternalError,
 };

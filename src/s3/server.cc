@@ -23,6 +23,17 @@ namespace kvcs::s3 {
 
 namespace {
 
+// A request that carries no credentials of any kind (no Authorization header, no SigV4 or SigV2
+// query parameters).
+bool IsAnonymous(const ExtensionRequest& r) {
+  if (r.Header("authorization")) return false;
+  for (std::string_view q :
+       {"X-Amz-Algorithm", "X-Amz-Credential", "X-Amz-Signature", "AWSAccessKeyId", "Signature"}) {
+    if (r.HasQuery(q)) return false;
+  }
+  return true;
+}
+
 int64_t NowUnix() {
   return std::chrono::duration_cast<std::chrono::seconds>(
              std::chrono::system_clock::now().time_since_epoch())
@@ -143,8 +154,16 @@ Awaitable<void> Server::Impl::Serve(http::HandlerContext& hc) {
   }
   S3Context s3ctx{er, body, resp, store, config, request_id};
   Status early;
-  if (!ext || ext->auth == ExtensionAuth::kSigV4) {
-    SigV4Input in{er.method, er.path, &er.query, &er.headers};
+  SigV4Input in{er.method, er.path, &er.query, &er.headers};
+  if (!ext && IsAnonymous(er)) {
+    // No credentials at all: the built-in handlers serve it as nobody (empty user_id), which only
+    // an ACL granting AllUsers lets through (s3/access.h). Extensions stay signed-only.
+    if (aws_chunked) {
+      early = S3Status(S3Error::kNotImplemented, "aws-chunked bodies must be signed");
+    } else {
+      body.ExpectPlain(std::nullopt);
+    }
+  } else if (!ext || ext->auth == ExtensionAuth::kSigV4) {
     auto auth = VerifySigV4(in, config.secrets, NowUnix());
     if (!auth.ok()) {
       early = auth.status();
@@ -187,7 +206,17 @@ void Server::AddExtension(Extension extension) {
   impl_->extensions.push_back(std::move(extension));
 }
 
-Status Server::Start() { return impl_->http.Start(); }
+Status Server::Start() {
+  // Over a store that records no owners every bucket would be every user's: refuse to mix users.
+  if (!impl_->store.RecordsOwners() && CountUsers(impl_->config) > 1) {
+    return Status(Code::kUnsupported,
+                  "this store (the S3 backend) records no bucket owners, so it cannot keep " +
+                      std::to_string(CountUsers(impl_->config)) +
+                      " users apart: configure keys of one user only (`user =` the same id in "
+                      "every [key] section)");
+  }
+  return impl_->http.Start();
+}
 
 uint16_t Server::port() const { return impl_->http.port(); }
 

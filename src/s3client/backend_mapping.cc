@@ -36,6 +36,7 @@ PutObjectOptions ToClientOptions(const store::PutOptions& o, const std::optional
   p.content_encoding = o.content_encoding;
   p.content_disposition = o.content_disposition;
   p.cache_control = o.cache_control;
+  p.expires = o.expires;
   for (const auto& [k, v] : o.user_meta) {
     if (k == kSha256MetaName) continue;  // reserved: only the store writes it
     p.user_meta.emplace_back(k, v);
@@ -53,6 +54,7 @@ store::ObjectMeta MetaFromHead(std::string_view key, ObjectHead h) {
   m.content_encoding = h.content_encoding;
   m.content_disposition = h.content_disposition;
   m.cache_control = h.cache_control;
+  m.expires = h.expires;
   for (auto& [k, v] : h.user_meta) {
     if (k == kSha256MetaName) {
       auto d = FromHexFixed<kDigestSize>(v);

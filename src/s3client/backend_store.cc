@@ -139,6 +139,17 @@ Result<std::unique_ptr<store::ObjectWriter>> S3BackendStore::Put(std::string_vie
   if (options.expected_size && *options.expected_size > store::kMaxObjectBytes) {
     return StoreErr(Code::kResourceExhausted, StoreError::kEntityTooLarge, "object exceeds 5 TiB");
   }
+  // Conditional writes and ACLs need the backend's support, which is not wired: refused rather
+  // than silently unconditional (docs/protocols/s3-backend.md).
+  if (!options.condition.empty()) {
+    return StoreErr(
+        Code::kUnsupported, StoreError::kNotImplemented,
+        "conditional PUT (If-Match / If-None-Match) is not supported on the S3 backend");
+  }
+  if (!options.acl.empty()) {
+    return StoreErr(Code::kUnsupported, StoreError::kNotImplemented,
+                    "object ACLs are not kept on the S3 backend");
+  }
   return std::unique_ptr<store::ObjectWriter>(new BackendWriter(
       impl_->client.get(), impl_->options.part_bytes, impl_->options.multipart_threshold,
       std::move(b), std::string(key), std::move(options)));

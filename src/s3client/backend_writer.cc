@@ -71,6 +71,7 @@ Result<store::ObjectMeta> BackendWriter::Commit() {
   m.content_encoding = options_.content_encoding;
   m.content_disposition = options_.content_disposition;
   m.cache_control = options_.cache_control;
+  m.expires = options_.expires;
   for (const auto& kv : options_.user_meta) {
     if (kv.first != kSha256MetaName) m.user_meta.push_back(kv);
   }

@@ -49,6 +49,7 @@ void AddPutOptions(const PutObjectOptions& o, HeaderPairs* h) {
   if (!o.content_encoding.empty()) h->emplace_back("content-encoding", o.content_encoding);
   if (!o.content_disposition.empty()) h->emplace_back("content-disposition", o.content_disposition);
   if (!o.cache_control.empty()) h->emplace_back("cache-control", o.cache_control);
+  if (!o.expires.empty()) h->emplace_back("expires", o.expires);
   for (const auto& [k, v] : o.user_meta) h->emplace_back("x-amz-meta-" + AsciiLower(k), v);
 }
 
@@ -60,6 +61,7 @@ ObjectHead HeadFromResponse(const HttpResponse& r) {
   h.content_encoding = std::string(r.Header("content-encoding"));
   h.content_disposition = std::string(r.Header("content-disposition"));
   h.cache_control = std::string(r.Header("cache-control"));
+  h.expires = std::string(r.Header("expires"));
   if (auto t = s3::ParseHttpDate(r.Header("last-modified"))) h.last_modified_ms = *t * 1000;
   constexpr std::string_view kMeta = "x-amz-meta-";
   for (const auto& [k, v] : r.headers) {

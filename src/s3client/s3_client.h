@@ -100,6 +100,7 @@ struct ObjectHead {
   std::string content_encoding;
   std::string content_disposition;
   std::string cache_control;
+  std::string expires;
   // x-amz-meta-* pairs: names lowercased without the prefix, sorted by name.
   std::vector<std::pair<std::string, std::string>> user_meta;
   int64_t last_modified_ms = 0;
@@ -110,6 +111,7 @@ struct PutObjectOptions {
   std::string content_encoding;
   std::string content_disposition;
   std::string cache_control;
+  std::string expires;
   std::vector<std::pair<std::string, std::string>> user_meta;  // names without x-amz-meta-
 };
 

@@ -140,6 +140,8 @@ nlohmann::json OptionsToJson(const PutOptions& o) {
   j["content_encoding"] = o.content_encoding;
   j["content_disposition"] = o.content_disposition;
   j["cache_control"] = o.cache_control;
+  if (!o.expires.empty()) j["expires"] = o.expires;
+  if (!o.acl.empty()) j["acl"] = o.acl;
   nlohmann::json um = nlohmann::json::array();
   for (const auto& [k, v] : o.user_meta) um.push_back({ToHex(AsBytes(k)), ToHex(AsBytes(v))});
   j["user_meta_hex"] = um;
@@ -153,6 +155,8 @@ Result<PutOptions> OptionsFromJson(const nlohmann::json& j) {
     o.content_encoding = j.at("content_encoding").get<std::string>();
     o.content_disposition = j.at("content_disposition").get<std::string>();
     o.cache_control = j.at("cache_control").get<std::string>();
+    o.expires = j.value("expires", "");
+    o.acl = j.value("acl", "");
     for (const auto& kv : j.at("user_meta_hex")) {
       KVCS_ASSIGN_OR_RETURN(Bytes k, FromHex(kv.at(0).get<std::string>()));
       KVCS_ASSIGN_OR_RETURN(Bytes v, FromHex(kv.at(1).get<std::string>()));
@@ -248,6 +252,7 @@ struct UploadState {
 struct BucketState {
   int64_t created_ms = 0;
   std::string owner;  // empty: none recorded
+  std::string acl;    // BucketInfo::acl
   std::map<std::string, ObjectMeta> objects;
   std::map<std::string, UploadState> uploads;  // by upload id
 };
@@ -355,8 +360,12 @@ struct LocalStore::Impl {
   }
 
   Status LoadBucket(const std::string& name);
+  // Renames `tmp` into place as `key`'s new version when `condition` holds against the current
+  // version (checked under mu, so the check and the rename are one step).
   Status Publish(const std::string& bucket, const std::string& key, const std::string& tmp,
-                 const ObjectMeta& meta);
+                 const ObjectMeta& meta, const WriteCondition& condition);
+  // Writes bucket.json (creation time, owner, ACL) atomically into `dir`.
+  Status WriteBucketRecord(const std::string& dir, const BucketState& b);
   Status PublishPart(const std::string& bucket, const std::string& upload_id, int part,
                      const std::string& tmp, const PartRecord& rec);
   Result<std::unique_ptr<ObjectWriter>> NewWriter(std::string bucket, std::string key,
@@ -425,6 +434,8 @@ class LocalWriter final : public ObjectWriter {
     meta.content_encoding = options_.content_encoding;
     meta.content_disposition = options_.content_disposition;
     meta.cache_control = options_.cache_control;
+    meta.expires = options_.expires;
+    meta.acl = options_.acl;
     meta.user_meta = options_.user_meta;
     std::sort(meta.user_meta.begin(), meta.user_meta.end());
     meta.last_modified_ms = NowMs();
@@ -433,7 +444,7 @@ class LocalWriter final : public ObjectWriter {
     ::close(fd_);
     fd_ = -1;
     if (upload_id_.empty()) {
-      KVCS_RETURN_IF_ERROR(store_->Publish(bucket_, key_, tmp_, meta));
+      KVCS_RETURN_IF_ERROR(store_->Publish(bucket_, key_, tmp_, meta, options_.condition));
     } else {
       PartRecord rec;
       rec.info = {part_number_, n_, meta.etag, meta.last_modified_ms};
@@ -486,13 +497,19 @@ Result<std::unique_ptr<ObjectWriter>> LocalStore::Impl::NewWriter(std::string bu
 }
 
 Status LocalStore::Impl::Publish(const std::string& bucket, const std::string& key,
-                                 const std::string& tmp, const ObjectMeta& meta) {
+                                 const std::string& tmp, const ObjectMeta& meta,
+                                 const WriteCondition& condition) {
   std::string path = ObjectPath(bucket, key);
   std::string dir = fs::path(path).parent_path().string();
   {
     std::lock_guard<std::mutex> l(mu);
     auto it = buckets.find(bucket);
     if (it == buckets.end()) return NoSuchBucket(bucket);
+    if (!condition.empty()) {
+      auto cur = it->second.objects.find(key);
+      KVCS_RETURN_IF_ERROR(
+          CheckWriteCondition(condition, cur == it->second.objects.end() ? nullptr : &cur->second));
+    }
     if (::mkdir(dir.c_str(), 0755) == 0) {
       KVCS_RETURN_IF_ERROR(FsyncPath(BucketDir(bucket) + "/obj", options.sync));
     } else if (errno != EEXIST) {
@@ -529,6 +546,7 @@ Status LocalStore::Impl::LoadBucket(const std::string& name) {
     if (j.is_object()) {
       b.created_ms = j.value("created_ms", int64_t{0});
       if (auto o = j.find("owner"); o != j.end() && o->is_string()) b.owner = o->get<std::string>();
+      if (auto a = j.find("acl"); a != j.end() && a->is_string()) b.acl = a->get<std::string>();
     }
   }
   std::error_code ec;
@@ -654,12 +672,10 @@ Status LocalStore::CreateBucketOwnedBy(std::string_view bucket, std::string_view
   if (::mkdir((tmp + "/obj").c_str(), 0755) != 0 || ::mkdir((tmp + "/mpu").c_str(), 0755) != 0) {
     s = SysErr("mkdir", tmp);
   }
-  if (s.ok()) {
-    nlohmann::json j;
-    j["created_ms"] = now;
-    if (!owner.empty()) j["owner"] = std::string(owner);
-    s = AtomicWriteFile(impl_->tmp_dir, tmp + "/bucket.json", j.dump(), impl_->options.sync);
-  }
+  BucketState fresh;
+  fresh.created_ms = now;
+  fresh.owner = std::string(owner);
+  if (s.ok()) s = impl_->WriteBucketRecord(tmp, fresh);
   if (s.ok()) s = FsyncPath(tmp, impl_->options.sync);
   std::string final_dir = impl_->BucketDir(bucket);
   if (s.ok() && ::rename(tmp.c_str(), final_dir.c_str()) != 0) s = SysErr("rename", tmp);
@@ -669,9 +685,28 @@ Status LocalStore::CreateBucketOwnedBy(std::string_view bucket, std::string_view
     return s;
   }
   KVCS_RETURN_IF_ERROR(FsyncPath(impl_->buckets_dir, impl_->options.sync));
-  BucketState& created = impl_->buckets[std::string(bucket)];
-  created.created_ms = now;
-  created.owner = std::string(owner);
+  impl_->buckets[std::string(bucket)] = std::move(fresh);
+  return Status::Ok();
+}
+
+Status LocalStore::Impl::WriteBucketRecord(const std::string& dir, const BucketState& b) {
+  nlohmann::json j;
+  j["created_ms"] = b.created_ms;
+  if (!b.owner.empty()) j["owner"] = b.owner;
+  if (!b.acl.empty()) j["acl"] = b.acl;
+  return AtomicWriteFile(tmp_dir, dir + "/bucket.json", j.dump(), options.sync);
+}
+
+Status LocalStore::SetBucketAcl(std::string_view bucket, std::string_view acl) {
+  std::lock_guard<std::mutex> l(impl_->mu);  // one bucket.json writer at a time
+  auto it = impl_->buckets.find(bucket);
+  if (it == impl_->buckets.end()) return NoSuchBucket(bucket);
+  BucketState changed;
+  changed.created_ms = it->second.created_ms;
+  changed.owner = it->second.owner;
+  changed.acl = std::string(acl);
+  KVCS_RETURN_IF_ERROR(impl_->WriteBucketRecord(impl_->BucketDir(bucket), changed));
+  it->second.acl = changed.acl;
   return Status::Ok();
 }
 
@@ -698,13 +733,13 @@ Result<BucketInfo> LocalStore::HeadBucket(std::string_view bucket) {
   std::lock_guard<std::mutex> l(impl_->mu);
   auto it = impl_->buckets.find(bucket);
   if (it == impl_->buckets.end()) return NoSuchBucket(bucket);
-  return BucketInfo{std::string(bucket), it->second.created_ms, it->second.owner};
+  return BucketInfo{std::string(bucket), it->second.created_ms, it->second.owner, it->second.acl};
 }
 
 Result<std::vector<BucketInfo>> LocalStore::ListBuckets() {
   std::lock_guard<std::mutex> l(impl_->mu);
   std::vector<BucketInfo> out;
-  for (const auto& [name, b] : impl_->buckets) out.push_back({name, b.created_ms, b.owner});
+  for (const auto& [name, b] : impl_->buckets) out.push_back({name, b.created_ms, b.owner, b.acl});
   return out;
 }
 
@@ -717,7 +752,17 @@ Result<std::unique_ptr<ObjectWriter>> LocalStore::Put(std::string_view bucket, s
     return Err(Code::kInvalidArgument, StoreError::kMetadataTooLarge,
                "user metadata exceeds 2 KiB");
   }
-  KVCS_RETURN_IF_ERROR(HeadBucket(bucket).status());
+  if (options.condition.empty()) {
+    KVCS_RETURN_IF_ERROR(HeadBucket(bucket).status());
+  } else {
+    // Refuse early, before the body is sent; Publish checks again atomically at commit.
+    std::lock_guard<std::mutex> l(impl_->mu);
+    auto it = impl_->buckets.find(bucket);
+    if (it == impl_->buckets.end()) return NoSuchBucket(bucket);
+    auto cur = it->second.objects.find(std::string(key));
+    KVCS_RETURN_IF_ERROR(CheckWriteCondition(
+        options.condition, cur == it->second.objects.end() ? nullptr : &cur->second));
+  }
   return impl_->NewWriter(std::string(bucket), std::string(key), std::move(options), "", 0);
 }
 
@@ -736,6 +781,39 @@ Result<ObjectMeta> LocalStore::Head(std::string_view bucket, std::string_view ke
   auto o = it->second.objects.find(std::string(key));
   if (o == it->second.objects.end()) return NoSuchKey(key);
   return o->second;
+}
+
+Status LocalStore::SetObjectAcl(std::string_view bucket, std::string_view key,
+                                std::string_view acl) {
+  // A new version of the file with the same bytes and metadata but the ACL, published only if
+  // the key still holds the version read (else kPreconditionFailed: a PUT won the race).
+  KVCS_ASSIGN_OR_RETURN(auto reader, Open(bucket, key));
+  ObjectMeta meta = reader->meta();
+  meta.acl = std::string(acl);
+  std::string tmp = impl_->tmp_dir + "/" + RandomHex(12) + ".obj";
+  int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+  if (fd < 0) return SysErr("create", tmp);
+  Status s = Status::Ok();
+  Bytes buf(kCopyBufferBytes);
+  for (uint64_t off = 0; s.ok() && off < meta.size;) {
+    auto n = reader->ReadAt(off, buf);
+    if (!n.ok()) {
+      s = n.status();
+    } else if (*n == 0) {
+      s = Err(Code::kCorruption, StoreError::kCorrupt, "object truncated");
+    } else {
+      s = WriteAll(fd, ByteSpan(buf.data(), *n), tmp);
+      off += *n;
+    }
+  }
+  if (s.ok()) s = WriteAll(fd, EncodeObjectTrailer(meta), tmp);
+  if (s.ok() && impl_->options.sync && ::fsync(fd) != 0) s = SysErr("fsync", tmp);
+  ::close(fd);
+  WriteCondition same;
+  same.if_match = {meta.etag};
+  if (s.ok()) s = impl_->Publish(std::string(bucket), std::string(key), tmp, meta, same);
+  if (!s.ok()) ::unlink(tmp.c_str());
+  return s;
 }
 
 Status LocalStore::Delete(std::string_view bucket, std::string_view key) {

@@ -2,7 +2,7 @@
 //
 // Layout under the root directory (docs/protocols/s3-api.md "Local storage"):
 //   <root>/tmp/                        temporary files being written; emptied by Open()
-//   <root>/buckets/<bucket>/bucket.json  creation time (written atomically)
+//   <root>/buckets/<bucket>/bucket.json  creation time, owner, ACL (written atomically)
 //   <root>/buckets/<bucket>/obj/<hh>/<sha256(key) hex>   one object file (object_file.h) per key
 //   <root>/buckets/<bucket>/mpu/<upload id>/upload.json + part-NNNNN   multipart uploads
 //
@@ -56,6 +56,9 @@ class LocalStore final : public ObjectStore {
   Status CreateBucket(std::string_view bucket) override;
   // Persists the owner in the bucket's bucket.json.
   Status CreateBucketOwnedBy(std::string_view bucket, std::string_view owner) override;
+  bool RecordsOwners() const override { return true; }
+  // Rewrites bucket.json.
+  Status SetBucketAcl(std::string_view bucket, std::string_view acl) override;
   Status DeleteBucket(std::string_view bucket) override;
   Result<BucketInfo> HeadBucket(std::string_view bucket) override;
   Result<std::vector<BucketInfo>> ListBuckets() override;
@@ -64,6 +67,8 @@ class LocalStore final : public ObjectStore {
   Result<std::shared_ptr<const ObjectReader>> Open(std::string_view bucket,
                                                    std::string_view key) override;
   Result<ObjectMeta> Head(std::string_view bucket, std::string_view key) override;
+  // Writes a new object file with the same bytes and the new trailer (a copy of the object).
+  Status SetObjectAcl(std::string_view bucket, std::string_view key, std::string_view acl) override;
   Status Delete(std::string_view bucket, std::string_view key) override;
   Result<ListResult> List(std::string_view bucket, const ListOptions& options) override;
   Result<ObjectMeta> Copy(std::string_view src_bucket, std::string_view src_key,

@@ -4,8 +4,11 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <filesystem>
 #include <fstream>
+#include <thread>
+#include <vector>
 
 #include "common/crypto.h"
 #include "common/hex.h"
@@ -59,7 +62,8 @@ class LocalStoreTest : public ::testing::Test {
 
 TEST(ObjectStoreHelpers, BucketNames) {
   EXPECT_TRUE(ValidateBucketName("my-bucket.1").ok());
-  for (const char* bad : {"ab", "-abc", "abc-", "ABC", "a..b", "192.168.1.1", "a_b",
+  for (const char* bad : {"ab", "-abc", "abc-", "ABC", "a..b", "192.168.1.1", "a_b", "a.-b", "a-.b",
+                          "xn--abc", "sthree-abc", "abc-s3alias", "abc--ol-s3",
                           "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"}) {
     EXPECT_TRUE(ValidateBucketName(bad).Is(StoreError::kInvalidBucketName)) << bad;
   }
@@ -390,6 +394,89 @@ TEST_F(LocalStoreTest, CopyAndReadMany) {
     }
   }
   EXPECT_TRUE(store_->OpenMany("nobkt", keys)[0].status().Is(StoreError::kNoSuchBucket));
+}
+
+// If-None-Match / If-Match as a WriteCondition, checked when the object is published.
+TEST_F(LocalStoreTest, ConditionalPut) {
+  ASSERT_TRUE(store_->CreateBucket("cond-bucket").ok());
+  PutOptions absent;
+  absent.condition.if_none_match = {"*"};
+  ObjectMeta first = PutBytes("cond-bucket", "k", "one", absent);
+  EXPECT_TRUE(store_->Put("cond-bucket", "k", absent).status().Is(StoreError::kPreconditionFailed));
+  PutOptions match;
+  match.condition.if_match = {first.etag};
+  ObjectMeta second = PutBytes("cond-bucket", "k", "two", match);
+  EXPECT_TRUE(store_->Put("cond-bucket", "k", match).status().Is(StoreError::kPreconditionFailed));
+  match.condition.if_match = {"*"};
+  EXPECT_TRUE(store_->Put("cond-bucket", "missing", match).status().Is(StoreError::kNoSuchKey));
+  PutOptions not_current;
+  not_current.condition.if_none_match = {second.etag};
+  EXPECT_TRUE(
+      store_->Put("cond-bucket", "k", not_current).status().Is(StoreError::kPreconditionFailed));
+  EXPECT_EQ(GetBytes("cond-bucket", "k"), "two");
+}
+
+// Writers opened before any commit (so the early check passes for all): the check at publish
+// lets exactly one of them commit, every round.
+TEST_F(LocalStoreTest, ConditionalPutRaceHasOneWinner) {
+  ASSERT_TRUE(store_->CreateBucket("race-bucket").ok());
+  constexpr int kRounds = 50, kWriters = 4;
+  for (int round = 0; round < kRounds; ++round) {
+    std::string key = "k" + std::to_string(round);
+    std::vector<std::unique_ptr<ObjectWriter>> writers;
+    for (int i = 0; i < kWriters; ++i) {
+      PutOptions o;
+      o.condition.if_none_match = {"*"};
+      auto w = store_->Put("race-bucket", key, o);
+      ASSERT_TRUE(w.ok());
+      ASSERT_TRUE((*w)->Write(AsBytes("writer " + std::to_string(i))).ok());
+      writers.push_back(std::move(*w));
+    }
+    std::atomic<int> won{0}, refused{0};
+    std::atomic<int> winner{-1};
+    std::vector<std::thread> threads;
+    for (int i = 0; i < kWriters; ++i) {
+      threads.emplace_back([&, i] {
+        auto m = writers[i]->Commit();
+        if (m.ok()) {
+          ++won;
+          winner = i;
+        } else if (m.status().Is(StoreError::kPreconditionFailed)) {
+          ++refused;
+        }
+      });
+    }
+    for (auto& t : threads) t.join();
+    ASSERT_EQ(won.load(), 1) << "round " << round;
+    ASSERT_EQ(refused.load(), kWriters - 1);
+    EXPECT_EQ(GetBytes("race-bucket", key), "writer " + std::to_string(winner.load()));
+  }
+  EXPECT_EQ(fs::directory_iterator(root_ / "tmp") == fs::directory_iterator(), true)
+      << "losers left temporary files";
+}
+
+// Bucket and object ACLs are opaque text the store persists.
+TEST_F(LocalStoreTest, AclsSurviveRestart) {
+  ASSERT_TRUE(store_->CreateBucketOwnedBy("acl-bucket", "alice").ok());
+  ASSERT_TRUE(store_->SetBucketAcl("acl-bucket", "a READ ").ok());
+  PutOptions o;
+  o.acl = "u READ bob";
+  o.expires = "Wed, 02 Jan 2030 03:04:05 GMT";
+  ObjectMeta m = PutBytes("acl-bucket", "k", "bytes", o);
+  EXPECT_EQ(m.acl, "u READ bob");
+  ASSERT_TRUE(store_->SetObjectAcl("acl-bucket", "k", "a READ ").ok());
+  EXPECT_TRUE(store_->SetObjectAcl("acl-bucket", "nope", "").Is(StoreError::kNoSuchKey));
+  Reopen();
+  EXPECT_EQ(store_->HeadBucket("acl-bucket")->acl, "a READ ");
+  EXPECT_EQ(store_->HeadBucket("acl-bucket")->owner, "alice");
+  auto h = store_->Head("acl-bucket", "k");
+  ASSERT_TRUE(h.ok());
+  EXPECT_EQ(h->acl, "a READ ");
+  EXPECT_EQ(h->etag, m.etag);
+  EXPECT_EQ(h->last_modified_ms, m.last_modified_ms);
+  EXPECT_EQ(h->expires, o.expires);
+  EXPECT_EQ(GetBytes("acl-bucket", "k"), "bytes");
+  EXPECT_TRUE(store_->RecordsOwners());
 }
 
 }  // namespace

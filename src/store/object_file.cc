@@ -29,6 +29,8 @@ Bytes EncodeObjectTrailer(const ObjectMeta& meta) {
   if (!meta.content_encoding.empty()) j["content_encoding"] = meta.content_encoding;
   if (!meta.content_disposition.empty()) j["content_disposition"] = meta.content_disposition;
   if (!meta.cache_control.empty()) j["cache_control"] = meta.cache_control;
+  if (!meta.expires.empty()) j["expires"] = meta.expires;
+  if (!meta.acl.empty()) j["acl"] = meta.acl;
   nlohmann::json um = nlohmann::json::array();
   for (const auto& [k, v] : meta.user_meta) um.push_back({ToHex(AsBytes(k)), ToHex(AsBytes(v))});
   j["user_meta_hex"] = um;
@@ -81,6 +83,8 @@ Result<ObjectMeta> DecodeObjectMeta(ByteSpan meta_bytes, ByteSpan footer, uint64
     meta.content_encoding = j.value("content_encoding", "");
     meta.content_disposition = j.value("content_disposition", "");
     meta.cache_control = j.value("cache_control", "");
+    meta.expires = j.value("expires", "");
+    meta.acl = j.value("acl", "");
     for (const auto& kv : j.at("user_meta_hex")) {
       KVCS_ASSIGN_OR_RETURN(Bytes k, FromHex(kv.at(0).get<std::string>()));
       KVCS_ASSIGN_OR_RETURN(Bytes v, FromHex(kv.at(1).get<std::string>()));

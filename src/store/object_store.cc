@@ -31,6 +31,15 @@ Status ValidateBucketName(std::string_view name) {
     return bad("must start and end with a letter or digit");
   }
   if (name.find("..") != std::string_view::npos) return bad("no two adjacent periods");
+  if (name.find(".-") != std::string_view::npos || name.find("-.") != std::string_view::npos) {
+    return bad("no period next to a hyphen");
+  }
+  auto starts = [&](std::string_view p) { return name.substr(0, p.size()) == p; };
+  auto ends = [&](std::string_view p) {
+    return name.size() >= p.size() && name.substr(name.size() - p.size()) == p;
+  };
+  if (starts("xn--") || starts("sthree-")) return bad("reserved prefix");
+  if (ends("-s3alias") || ends("--ol-s3")) return bad("reserved suffix");
   int dots = 0;
   bool digits_and_dots = true;
   for (char c : name) {
@@ -40,6 +49,56 @@ Status ValidateBucketName(std::string_view name) {
       digits_and_dots = false;
   }
   if (digits_and_dots && dots == 3) return bad("must not look like an IPv4 address");
+  return Status::Ok();
+}
+
+Status ObjectStore::SetBucketAcl(std::string_view bucket, std::string_view acl) {
+  (void)bucket;
+  (void)acl;
+  return StoreErr(Code::kUnsupported, StoreError::kNotImplemented,
+                  "this store keeps no bucket ACLs");
+}
+
+Status ObjectStore::SetObjectAcl(std::string_view bucket, std::string_view key,
+                                 std::string_view acl) {
+  (void)bucket;
+  (void)key;
+  (void)acl;
+  return StoreErr(Code::kUnsupported, StoreError::kNotImplemented,
+                  "this store keeps no object ACLs");
+}
+
+PutOptions RepresentationOf(const ObjectMeta& m) {
+  PutOptions o;
+  o.content_type = m.content_type;
+  o.content_encoding = m.content_encoding;
+  o.content_disposition = m.content_disposition;
+  o.cache_control = m.cache_control;
+  o.expires = m.expires;
+  o.user_meta = m.user_meta;
+  return o;
+}
+
+Status CheckWriteCondition(const WriteCondition& c, const ObjectMeta* current) {
+  auto listed = [&](const std::vector<std::string>& etags) {
+    for (const std::string& e : etags) {
+      if (e == "*" || (current && e == current->etag)) return current != nullptr;
+    }
+    return false;
+  };
+  if (!c.if_match.empty()) {
+    if (!current) {
+      return StoreErr(Code::kNotFound, StoreError::kNoSuchKey, "If-Match: the key does not exist");
+    }
+    if (!listed(c.if_match)) {
+      return StoreErr(Code::kFailedPrecondition, StoreError::kPreconditionFailed,
+                      "If-Match: the object's ETag differs");
+    }
+  }
+  if (!c.if_none_match.empty() && listed(c.if_none_match)) {
+    return StoreErr(Code::kFailedPrecondition, StoreError::kPreconditionFailed,
+                    "If-None-Match: the object exists");
+  }
   return Status::Ok();
 }
 
@@ -65,16 +124,9 @@ std::string MultipartEtag(std::span<const Md5> part_md5s) {
 }
 
 PutOptions CopyPutOptions(const ObjectMeta& sm, std::optional<PutOptions> replace) {
-  PutOptions po;
-  if (replace) {
-    po = std::move(*replace);
-  } else {
-    po.content_type = sm.content_type;
-    po.content_encoding = sm.content_encoding;
-    po.content_disposition = sm.content_disposition;
-    po.cache_control = sm.cache_control;
-    po.user_meta = sm.user_meta;
-  }
+  // COPY: the source's representation; its ACL is not copied (as S3).
+  PutOptions po = replace ? std::move(*replace) : RepresentationOf(sm);
+  po.condition = {};  // copies are unconditional (see PutOptions::condition)
   po.expected_md5.reset();
   po.expected_sha256 = sm.sha256;  // re-verifies the source bytes as they are copied
   po.expected_size = sm.size;

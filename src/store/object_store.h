@@ -83,6 +83,8 @@ enum class StoreError {
   kCorrupt,  // stored bytes fail their digest or the file format is damaged
   kIo,       // the OS refused (ENOSPC, EIO, ...)
   kInvalidArgument,
+  kPreconditionFailed,  // a conditional write's If-Match / If-None-Match did not hold
+  kNotImplemented,      // this store cannot do what was asked (e.g. the S3 backend and ACLs)
 };
 
 using Md5 = std::array<uint8_t, 16>;
@@ -103,8 +105,25 @@ struct ObjectMeta {
   std::string cache_control;
   // x-amz-meta-* pairs: names lowercased WITHOUT the "x-amz-meta-" prefix, in sorted order.
   std::vector<std::pair<std::string, std::string>> user_meta;
+  std::string expires;           // the Expires header given on PUT, verbatim (empty = absent)
   int64_t last_modified_ms = 0;  // Unix epoch milliseconds of the commit
   int parts_count = 0;           // N for multipart objects, 0 otherwise
+  // The object's access control list, opaque to the store (s3/acl.h encodes it; empty = the
+  // default, private). Persisted with the object.
+  std::string acl;
+};
+
+// A conditional write (S3 PUT with If-Match / If-None-Match). The store evaluates it atomically
+// with publishing the new version: of two writers racing on one key with if_none_match = {"*"},
+// exactly one commits, the other fails with kPreconditionFailed.
+struct WriteCondition {
+  // Commit only if the key exists and its ETag is one of these ("*": any existing version).
+  // Absent key: kNoSuchKey (as S3 answers). Empty: no If-Match.
+  std::vector<std::string> if_match;
+  // Commit only if the key's ETag is none of these ("*": only if the key does not exist).
+  std::vector<std::string> if_none_match;
+
+  bool empty() const { return if_match.empty() && if_none_match.empty(); }
 };
 
 // Options for a PUT (or an UploadPart, which ignores the representation fields).
@@ -113,7 +132,11 @@ struct PutOptions {
   std::string content_encoding;
   std::string content_disposition;
   std::string cache_control;
+  std::string expires;
   std::vector<std::pair<std::string, std::string>> user_meta;
+  std::string acl;  // ObjectMeta::acl of the new object
+  // Checked when the object is published (Put only; ignored by parts and copies).
+  WriteCondition condition;
   // When set, Commit fails with kBadDigest / kSha256Mismatch unless the bytes match.
   std::optional<Md5> expected_md5;
   std::optional<Digest> expected_sha256;
@@ -165,6 +188,8 @@ struct BucketInfo {
   // The user id that created the bucket, persisted with it; empty when none was recorded (a bucket
   // made before owners existed, or by a store that cannot keep one: see CreateBucketOwnedBy).
   std::string owner;
+  // The bucket's access control list, opaque to the store (s3/acl.h; empty = private).
+  std::string acl;
 };
 
 struct ListOptions {
@@ -213,6 +238,12 @@ class ObjectStore {
     (void)owner;
     return CreateBucket(bucket);
   }
+  // True when the store persists BucketInfo::owner and the ACLs (SetBucketAcl, PutOptions::acl,
+  // SetObjectAcl). A store that does not answers kNotImplemented to ACL changes, and the S3
+  // server refuses to serve more than one user over it (every bucket would be everyone's).
+  virtual bool RecordsOwners() const { return false; }
+  // Replaces BucketInfo::acl. This default: kNotImplemented.
+  virtual Status SetBucketAcl(std::string_view bucket, std::string_view acl);
   virtual Status DeleteBucket(std::string_view bucket) = 0;  // kBucketNotEmpty if objects/uploads
   virtual Result<BucketInfo> HeadBucket(std::string_view bucket) = 0;
   virtual Result<std::vector<BucketInfo>> ListBuckets() = 0;  // name order
@@ -234,6 +265,9 @@ class ObjectStore {
     return out;
   }
   virtual Result<ObjectMeta> Head(std::string_view bucket, std::string_view key) = 0;
+  // Replaces the ACL of the current version of `key` (nothing else changes but the trailer).
+  // kNoSuchKey when absent. This default: kNotImplemented.
+  virtual Status SetObjectAcl(std::string_view bucket, std::string_view key, std::string_view acl);
   // Deleting a missing key succeeds (S3 semantics); a missing bucket is kNoSuchBucket.
   virtual Status Delete(std::string_view bucket, std::string_view key) = 0;
   virtual Result<ListResult> List(std::string_view bucket, const ListOptions& options) = 0;
@@ -266,9 +300,16 @@ class ObjectStore {
                                                                std::string_view prefix) = 0;
 };
 
-// Validates an S3 bucket name (3..63 of [a-z0-9.-], starts and ends alphanumeric, no "..", not an
-// IPv4 address). Pure.
+// Validates an S3 bucket name by S3's rules: 3..63 of [a-z0-9.-], starts and ends alphanumeric,
+// no "..", ".-" or "-.", not an IPv4 address, no reserved prefix ("xn--", "sthree-") or suffix
+// ("-s3alias", "--ol-s3"). Pure.
 Status ValidateBucketName(std::string_view name);
+// The representation of `m` (content type, encoding, disposition, cache control, expires, user
+// metadata) as the options of a new version; no ACL, condition or checks. Pure.
+PutOptions RepresentationOf(const ObjectMeta& m);
+// Whether `current` (nullptr: the key does not exist) lets a write with condition `c` commit:
+// OK, kPreconditionFailed, or kNoSuchKey (If-Match on an absent key). Pure.
+Status CheckWriteCondition(const WriteCondition& c, const ObjectMeta* current);
 // Validates a key: 1..kMaxKeyBytes bytes, no NUL. Pure.
 Status ValidateKey(std::string_view key);
 // The multipart ETag: hex(MD5(concat(part MD5s))) + "-" + N. Pure.

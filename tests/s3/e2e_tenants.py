@@ -17,41 +17,10 @@ import urllib.request
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import harness  # noqa: E402
-from botocore.exceptions import ClientError  # noqa: E402
+from harness import check, denied, expect_error, http_status  # noqa: E402
 
 BOB_CONFIG = ("[key bobkey]\nsecret = bob-secret-0123456789\nuser = bob\ndisplay_name = Bob\n"
               "[key bobkey2]\nsecret = bob-secret-2-0123456789\nuser = bob\n")
-
-
-def expect_error(code, status, what, fn, *args, **kw):
-    try:
-        fn(*args, **kw)
-    except ClientError as e:
-        got = e.response["Error"]["Code"]
-        got_status = e.response["ResponseMetadata"]["HTTPStatusCode"]
-        if got_status != status or (code and got != code):
-            harness.fail("%s: expected %s/%d, got %s/%d" % (what, code, status, got, got_status))
-        return
-    harness.fail("%s: expected error %s, got success" % (what, code))
-
-
-def denied(what, fn, *args, **kw):
-    expect_error("AccessDenied", 403, what, fn, *args, **kw)
-
-
-def check(cond, msg):
-    if not cond:
-        harness.fail(msg)
-
-
-def urlopen_status(req):
-    try:
-        with urllib.request.urlopen(req) as r:
-            r.read()
-            return r.status
-    except urllib.error.HTTPError as e:
-        e.read()
-        return e.code
 
 
 def test_refused(alice, bob, big):
@@ -113,15 +82,15 @@ def test_refused(alice, bob, big):
     # Presigned URLs signed by bob.
     url = bob.generate_presigned_url("get_object", Params={"Bucket": "alice-b",
                                                            "Key": "secret.txt"}, ExpiresIn=300)
-    check(urlopen_status(url) == 403, "bob's presigned GET")
+    check(http_status(url) == 403, "bob's presigned GET")
     url = bob.generate_presigned_url("put_object", Params={"Bucket": "alice-b", "Key": "planted"},
                                      ExpiresIn=300)
-    check(urlopen_status(urllib.request.Request(url, data=b"x", method="PUT")) == 403,
+    check(http_status(urllib.request.Request(url, data=b"x", method="PUT")) == 403,
           "bob's presigned PUT")
     # ... while alice's own presigned GET works.
     url = alice.generate_presigned_url("get_object", Params={"Bucket": "alice-b",
                                                              "Key": "secret.txt"}, ExpiresIn=300)
-    check(urlopen_status(url) == 200, "alice's presigned GET")
+    check(http_status(url) == 200, "alice's presigned GET")
 
     # Nothing of bob's reached alice's bucket; alice's data is intact.
     keys = sorted(o["Key"] for o in alice.list_objects_v2(Bucket="alice-b")["Contents"])

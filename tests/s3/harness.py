@@ -111,6 +111,32 @@ def backend_args(ns):
     return shlex.split(extra.replace("{ns}", ns.replace("_", "-")))
 
 
+def write_aws_profiles(home, profiles):
+    """awscli files under `home` (path-style, us-east-1): profiles maps name -> (key, secret)."""
+    os.makedirs(os.path.join(home, ".aws"), exist_ok=True)
+    with open(os.path.join(home, ".aws", "config"), "w") as f:
+        f.write("[default]\nregion = us-east-1\ns3 =\n    addressing_style = path\n")
+    with open(os.path.join(home, ".aws", "credentials"), "w") as f:
+        for name, (key, secret) in profiles.items():
+            f.write("[%s]\naws_access_key_id = %s\naws_secret_access_key = %s\n" %
+                    (name, key, secret))
+
+
+def http_status(url, data=None, method="GET"):
+    """The HTTP status of a plain (unsigned or presigned) request."""
+    import urllib.error
+    import urllib.request
+    req = url if isinstance(url, urllib.request.Request) else urllib.request.Request(
+        url, data=data, method=method)
+    try:
+        with urllib.request.urlopen(req) as r:
+            r.read()
+            return r.status
+    except urllib.error.HTTPError as e:
+        e.read()
+        return e.code
+
+
 def boto_client(endpoint, access=ACCESS_KEY, secret=SECRET_KEY, style="path"):
     import boto3
     from botocore.config import Config
@@ -124,6 +150,30 @@ def boto_client(endpoint, access=ACCESS_KEY, secret=SECRET_KEY, style="path"):
 def fail(msg):
     print("FAIL: " + msg, file=sys.stderr)
     sys.exit(1)
+
+
+def check(cond, msg):
+    if not cond:
+        fail(msg)
+
+
+def expect_error(code, status, what, fn, *args, **kw):
+    """Calls boto3's fn(*args, **kw) and fails unless it raises S3 error `code` (any when empty)
+    with HTTP `status`; returns the ClientError."""
+    from botocore.exceptions import ClientError
+    try:
+        fn(*args, **kw)
+    except ClientError as e:
+        got = e.response["Error"]["Code"]
+        got_status = e.response["ResponseMetadata"]["HTTPStatusCode"]
+        if got_status != status or (code and got != code):
+            fail("%s: expected %s/%d, got %s/%d" % (what, code, status, got, got_status))
+        return e
+    fail("%s: expected error %s, got success" % (what, code))
+
+
+def denied(what, fn, *args, **kw):
+    return expect_error("AccessDenied", 403, what, fn, *args, **kw)
 
 
 def sha(b):
