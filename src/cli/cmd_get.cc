@@ -352,10 +352,10 @@ class Get {
               << " blocks x " << rep.layers << " layers, " << rep.recompute_count()
               << " (block, layer) to recompute, " << rep.refusals_total << " refusal(s)"
               << std::endl;
-    if (retrieval_ && retrieval_->decryptor() &&
-        (retrieval_->decryptor()->opened() || retrieval_->decryptor()->failed())) {
-      std::cout << "secure objects: " << retrieval_->decryptor()->opened() << " decrypted, "
-                << retrieval_->decryptor()->failed() << " discarded (not authentic)" << std::endl;
+    const auto sc = retrieval_ ? retrieval_->secure_counts() : stream::Recovery::SecureCounts{};
+    if (sc.opened || sc.failed) {
+      std::cout << "secure objects: " << sc.opened << " decrypted, " << sc.failed
+                << " discarded (not authentic)" << std::endl;
     }
     for (uint64_t b = 0; b < rep.blocks; ++b) {
       std::cout << "  block " << b << ": " << WhereFrom(rep, b) << std::endl;

@@ -385,4 +385,16 @@ void Recovery::Finish() {
   if (on_done_) on_done_(report_);
 }
 
+Recovery::SecureCounts Recovery::secure_counts() const {
+  SecureCounts c;
+  auto add = [&c](const Retrieval* r) {
+    if (!r || !r->decryptor()) return;
+    c.opened += r->decryptor()->opened();
+    c.failed += r->decryptor()->failed();
+  };
+  add(primary_.get());
+  for (const auto& a : alternates_) add(a.get());
+  return c;
+}
+
 }  // namespace kvcs::stream

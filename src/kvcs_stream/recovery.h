@@ -93,6 +93,11 @@ class Recovery {
   uint64_t deadline_ms() const { return end_ms_; }
   // Valid once done().
   const RetrievalReport& report() const { return report_; }
+  // Secure objects opened and discarded (not authentic) over every MOQT source so far.
+  struct SecureCounts {
+    uint64_t opened = 0, failed = 0;
+  };
+  SecureCounts secure_counts() const;
 
  private:
   Recovery(RecoveryOptions options, LayerCallback on_layer, DoneCallback on_done,
