@@ -766,11 +766,7 @@ void MoqtSessionImpl::HandleSubscribe(StreamId id, const moqt::Subscribe& m) {
       return;
     }
   }
-  TrackQuery q;
-  q.type = MessageType::kSubscribe;
-  q.name = m.track;
-  q.tokens = m.params.authorization_tokens;
-  ResolveThen(id, std::move(q),
+  ResolveThen(id, {MessageType::kSubscribe, m.track, m.params.authorization_tokens, {}},
               [this, id, m](std::shared_ptr<Track> track) { AnswerSubscribe(id, m, track); });
 }
 
@@ -1227,12 +1223,9 @@ void MoqtSessionImpl::HandleFetch(StreamId id, const moqt::Fetch& m) {
     SendRequestError(id, *err, "too many filter ranges");
     return;
   }
-  TrackQuery q;
-  q.type = MessageType::kFetch;
-  q.name = m.track;
-  q.tokens = m.params.authorization_tokens;
-  q.fetch_range = m.params.location_filter.value_or(LocationFilter{});
-  ResolveThen(id, std::move(q),
+  ResolveThen(id,
+              {MessageType::kFetch, m.track, m.params.authorization_tokens,
+               m.params.location_filter.value_or(LocationFilter{})},
               [this, id, m](std::shared_ptr<Track> track) { AnswerFetch(id, m, track); });
 }
 
@@ -1286,11 +1279,7 @@ void MoqtSessionImpl::HandleTrackStatus(StreamId id, const moqt::TrackStatus& m)
       return;
     }
   }
-  TrackQuery q;
-  q.type = MessageType::kTrackStatus;
-  q.name = m.track;
-  q.tokens = m.params.authorization_tokens;
-  ResolveThen(id, std::move(q),
+  ResolveThen(id, {MessageType::kTrackStatus, m.track, m.params.authorization_tokens, {}},
               [this, id, m](std::shared_ptr<Track> track) { AnswerTrackStatus(id, m, track); });
 }
 

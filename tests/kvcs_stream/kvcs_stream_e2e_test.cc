@@ -488,7 +488,7 @@ TEST_P(KvcsSecureE2E, ATamperingRelayIsCaughtEveryTimeAndAnotherSourceRecovers) 
               BlockSource::kRecompute);
   }
   EXPECT_EQ(got.report->refusals_total, 4u);
-  EXPECT_EQ(got.report->at(0, 4).source, BlockSource::kMoqt);  // an untouched layer
+  EXPECT_EQ(got.report->at(0, 4).source, BlockSource::kMoqtFetch);  // an untouched layer (completed: FETCH)
   // Another source (the publisher itself) delivers everything.
   Got again;
   auto r2 = Start(RetrievalMode::kCompleted, &again, tokens_, Keys(ScopeKeys()));
