@@ -126,6 +126,24 @@ Result<std::optional<std::string>> RadosIo::OmapGet(const std::string& oid, std:
   return std::optional<std::string>();
 }
 
+int RadosIo::OmapCompareAndSet(const std::string& oid, std::string_view key,
+                               std::string_view expected, std::string_view value) {
+  WriteOp op;
+  int cmp = 0;
+  rados_write_op_omap_cmp2(op.op, key.data(), LIBRADOS_CMPXATTR_OP_EQ, expected.data(), key.size(),
+                           expected.size(), &cmp);
+  const char* keys[] = {key.data()};
+  const size_t klens[] = {key.size()};
+  if (value.empty()) {
+    rados_write_op_omap_rm_keys2(op.op, keys, klens, 1);
+  } else {
+    const char* vals[] = {value.data()};
+    const size_t vlens[] = {value.size()};
+    rados_write_op_omap_set2(op.op, keys, vals, klens, vlens, 1);
+  }
+  return Write(op, oid);
+}
+
 Result<OmapPage> RadosIo::OmapList(const std::string& oid, const std::string& start_after,
                                    const std::string& prefix, uint64_t max,
                                    StoreError if_missing_object) {

@@ -101,6 +101,10 @@ class RadosIo {
   // The omap value of `key` in `oid`: nullopt when the key (or the object) is absent.
   Result<std::optional<std::string>> OmapGet(const std::string& oid, std::string_view key,
                                              store::StoreError if_missing_object);
+  // Sets `key` of `oid` to `value` (empty: removes it) in one op, only if its value is
+  // `expected` now (empty: the key is absent). Returns 0, -ECANCELED when it is not, or -errno.
+  int OmapCompareAndSet(const std::string& oid, std::string_view key, std::string_view expected,
+                        std::string_view value);
   // Up to `max` entries of `oid` after `start_after` whose keys begin with `prefix`.
   Result<OmapPage> OmapList(const std::string& oid, const std::string& start_after,
                             const std::string& prefix, uint64_t max,

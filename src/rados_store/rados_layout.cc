@@ -31,6 +31,8 @@ json OptionsJson(const store::PutOptions& o) {
   j["ce"] = o.content_encoding;
   j["cd"] = o.content_disposition;
   j["cc"] = o.cache_control;
+  if (!o.expires.empty()) j["ex"] = o.expires;
+  if (!o.acl.empty()) j["acl"] = o.acl;
   json um = json::array();
   for (const auto& [k, v] : o.user_meta) um.push_back({Hex(k), Hex(v)});
   j["um"] = um;
@@ -42,6 +44,8 @@ store::PutOptions OptionsFrom(const json& j) {
   o.content_encoding = j.at("ce").get<std::string>();
   o.content_disposition = j.at("cd").get<std::string>();
   o.cache_control = j.at("cc").get<std::string>();
+  o.expires = j.value("ex", "");
+  o.acl = j.value("acl", "");
   for (const auto& kv : j.at("um")) {
     o.user_meta.emplace_back(Unhex(kv.at(0).get<std::string>()),
                              Unhex(kv.at(1).get<std::string>()));
@@ -89,8 +93,9 @@ std::string NewId(size_t bytes) {
 }
 
 std::string EncodeBucket(const BucketRecord& b) {
-  return Dump(
-      {{"id", b.id}, {"created_ms", b.created_ms}, {"owner", b.owner}, {"shards", b.shards}});
+  json j = {{"id", b.id}, {"created_ms", b.created_ms}, {"owner", b.owner}, {"shards", b.shards}};
+  if (!b.acl.empty()) j["acl"] = b.acl;
+  return Dump(j);
 }
 Result<BucketRecord> DecodeBucket(std::string_view text) {
   try {
@@ -100,6 +105,7 @@ Result<BucketRecord> DecodeBucket(std::string_view text) {
     b.created_ms = j.at("created_ms").get<int64_t>();
     b.owner = j.at("owner").get<std::string>();
     b.shards = j.at("shards").get<uint32_t>();
+    b.acl = j.value("acl", "");
     if (b.id.empty() || b.shards == 0 || b.shards > kMaxIndexShards) return Bad("bucket", "fields");
     return b;
   } catch (const std::exception& e) {
@@ -129,6 +135,8 @@ std::string EncodeObject(const ObjectRecord& r) {
   o.content_disposition = m.content_disposition;
   o.cache_control = m.cache_control;
   o.user_meta = m.user_meta;
+  o.expires = m.expires;
+  o.acl = m.acl;
   j["opt"] = OptionsJson(o);
   j["mtime"] = m.last_modified_ms;
   j["parts"] = m.parts_count;
@@ -153,6 +161,8 @@ Result<ObjectRecord> DecodeObject(std::string_view key, std::string_view text) {
     m.content_disposition = std::move(o.content_disposition);
     m.cache_control = std::move(o.cache_control);
     m.user_meta = std::move(o.user_meta);
+    m.expires = std::move(o.expires);
+    m.acl = std::move(o.acl);
     m.last_modified_ms = j.at("mtime").get<int64_t>();
     m.parts_count = j.at("parts").get<int>();
     uint64_t total = 0;

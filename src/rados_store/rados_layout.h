@@ -49,6 +49,7 @@ struct BucketRecord {
   int64_t created_ms = 0;
   std::string owner;
   uint32_t shards = kDefaultIndexShards;
+  std::string acl;  // store::BucketInfo::acl (absent from the JSON when empty)
 };
 std::string EncodeBucket(const BucketRecord& b);
 Result<BucketRecord> DecodeBucket(std::string_view text);
@@ -74,7 +75,7 @@ Result<ObjectRecord> DecodeObject(std::string_view key, std::string_view text);
 
 struct UploadRecord {
   std::string key;
-  store::PutOptions options;  // the representation and user metadata only
+  store::PutOptions options;  // the representation, user metadata and ACL only
   int64_t initiated_ms = 0;
   // Set by CompleteMultipart before it publishes: the upload is finished (its parts now belong
   // to the object) and is no longer listed, written or aborted.

@@ -60,18 +60,22 @@ store::ObjectMeta MetaFromOptions(std::string_view key, const store::PutOptions&
   m.content_encoding = o.content_encoding;
   m.content_disposition = o.content_disposition;
   m.cache_control = o.cache_control;
+  m.expires = o.expires;
   m.user_meta = o.user_meta;
+  m.acl = o.acl;
   std::sort(m.user_meta.begin(), m.user_meta.end());
   return m;
 }
-// The representation and user metadata of `o` (what an upload record keeps).
+// The representation, user metadata and ACL of `o` (what an upload record keeps).
 store::PutOptions Representation(const store::PutOptions& o) {
   store::PutOptions r;
   r.content_type = o.content_type;
   r.content_encoding = o.content_encoding;
   r.content_disposition = o.content_disposition;
   r.cache_control = o.cache_control;
+  r.expires = o.expires;
   r.user_meta = o.user_meta;
+  r.acl = o.acl;
   return r;
 }
 // Adds the removal of `keys` to `op`.
@@ -219,9 +223,25 @@ Status RadosStore::DeleteBucket(std::string_view bucket) {
   return Status::Ok();
 }
 
+Status RadosStore::SetBucketAcl(std::string_view bucket, std::string_view acl) {
+  KVCS_RETURN_IF_ERROR(store::ValidateBucketName(bucket));
+  for (int attempt = 0; attempt < kMaxPublishAttempts; ++attempt) {
+    KVCS_ASSIGN_OR_RETURN(auto raw,
+                          io_->OmapGet(kBucketRegistryObject, bucket, StoreError::kNoSuchBucket));
+    if (!raw) return NoSuchBucket(bucket);
+    KVCS_ASSIGN_OR_RETURN(BucketRecord b, DecodeBucket(*raw));
+    b.acl = std::string(acl);
+    const int r = io_->OmapCompareAndSet(kBucketRegistryObject, bucket, *raw, EncodeBucket(b));
+    if (r == 0) return Status::Ok();
+    if (r != -ECANCELED) return RadosError(r, "setting the ACL of bucket " + std::string(bucket));
+  }
+  return StoreErr(Code::kUnavailable, StoreError::kIo,
+                  "rados: too many concurrent changes of bucket " + std::string(bucket));
+}
+
 Result<store::BucketInfo> RadosStore::HeadBucket(std::string_view bucket) {
   KVCS_ASSIGN_OR_RETURN(BucketRecord b, Bucket(bucket));
-  return store::BucketInfo{std::string(bucket), b.created_ms, b.owner};
+  return store::BucketInfo{std::string(bucket), b.created_ms, b.owner, b.acl};
 }
 
 Result<std::vector<store::BucketInfo>> RadosStore::ListBuckets() {
@@ -233,7 +253,7 @@ Result<std::vector<store::BucketInfo>> RadosStore::ListBuckets() {
   std::vector<store::BucketInfo> out;
   for (const auto& [name, value] : *all) {
     KVCS_ASSIGN_OR_RETURN(BucketRecord b, DecodeBucket(value));
-    out.push_back({name, b.created_ms, b.owner});
+    out.push_back({name, b.created_ms, b.owner, b.acl});
   }
   return out;
 }
@@ -265,30 +285,29 @@ Result<std::optional<std::pair<std::string, ObjectRecord>>> RadosStore::Entry(
   return R(std::make_pair(std::move(*raw), std::move(rec)));
 }
 
-Status RadosStore::Publish(const BucketRecord& b, std::string_view key, const std::string& value) {
+Status RadosStore::Publish(const BucketRecord& b, std::string_view key, const std::string& value,
+                           const store::WriteCondition& condition) {
   const std::string shard = IndexShardObject(b.id, ShardOf(key, b.shards));
   // Assume a new key first (the common case for KV caches); on a conflict read what is there.
+  // A delete or a conditional write reads first: it needs to know what it replaces.
   std::string expected;
+  bool read = false;
   for (int attempt = 0; attempt < kMaxPublishAttempts; ++attempt) {
-    if (value.empty() && expected.empty()) {
+    if (!read && (value.empty() || !condition.empty())) {
       KVCS_ASSIGN_OR_RETURN(auto cur, io_->OmapGet(shard, key, StoreError::kNoSuchBucket));
-      if (!cur) return Status::Ok();  // nothing to delete
-      expected = std::move(*cur);
+      if (!cur && value.empty()) return Status::Ok();  // nothing to delete
+      expected = cur ? std::move(*cur) : std::string();
+      read = true;
     }
-    WriteOp op;
-    int cmp = 0;
-    rados_write_op_omap_cmp2(op.op, key.data(), LIBRADOS_CMPXATTR_OP_EQ, expected.data(),
-                             key.size(), expected.size(), &cmp);
-    const char* keys[] = {key.data()};
-    const size_t klens[] = {key.size()};
-    if (value.empty()) {
-      rados_write_op_omap_rm_keys2(op.op, keys, klens, 1);
-    } else {
-      const char* vals[] = {value.data()};
-      const size_t vlens[] = {value.size()};
-      rados_write_op_omap_set2(op.op, keys, vals, klens, vlens, 1);
+    if (!condition.empty()) {  // checked against exactly the entry the compare-and-set expects
+      std::optional<ObjectRecord> cur;
+      if (!expected.empty()) {
+        KVCS_ASSIGN_OR_RETURN(ObjectRecord rec, DecodeObject(key, expected));
+        cur = std::move(rec);
+      }
+      KVCS_RETURN_IF_ERROR(store::CheckWriteCondition(condition, cur ? &cur->meta : nullptr));
     }
-    const int r = io_->Write(op, shard);
+    const int r = io_->OmapCompareAndSet(shard, key, expected, value);
     if (r == 0) {
       if (!expected.empty()) {  // the replaced version's objects are garbage now
         auto old = DecodeObject(key, expected);
@@ -303,6 +322,7 @@ Status RadosStore::Publish(const BucketRecord& b, std::string_view key, const st
     KVCS_ASSIGN_OR_RETURN(auto cur, io_->OmapGet(shard, key, StoreError::kNoSuchBucket));
     if (!cur && value.empty()) return Status::Ok();  // deleted by someone else
     expected = cur ? std::move(*cur) : std::string();
+    read = true;
   }
   return StoreErr(Code::kUnavailable, StoreError::kIo,
                   "rados: too many concurrent writers of " + std::string(key));
@@ -319,6 +339,12 @@ Result<std::unique_ptr<store::ObjectWriter>> RadosStore::Put(std::string_view bu
     return StoreErr(Code::kResourceExhausted, StoreError::kEntityTooLarge, "object exceeds 5 TiB");
   }
   KVCS_ASSIGN_OR_RETURN(BucketRecord b, Bucket(bucket));
+  if (!options.condition.empty()) {
+    // Refuse early, before the body is sent; Publish checks again atomically.
+    KVCS_ASSIGN_OR_RETURN(auto e, Entry(b, key));
+    KVCS_RETURN_IF_ERROR(
+        store::CheckWriteCondition(options.condition, e ? &e->second.meta : nullptr));
+  }
   auto record = std::make_shared<ObjectRecord>();
   record->meta = MetaFromOptions(key, options);
   auto describe = [record](const WrittenVersion& v) {
@@ -329,8 +355,9 @@ Result<std::unique_ptr<store::ObjectWriter>> RadosStore::Put(std::string_view bu
     record->segments = {v.segment};
     return EncodeObject(*record);
   };
-  auto publish = [this, b, record](const WrittenVersion&) -> Result<store::ObjectMeta> {
-    KVCS_RETURN_IF_ERROR(Publish(b, record->meta.key, EncodeObject(*record)));
+  auto publish = [this, b, record, condition = options.condition](
+                     const WrittenVersion&) -> Result<store::ObjectMeta> {
+    KVCS_RETURN_IF_ERROR(Publish(b, record->meta.key, EncodeObject(*record), condition));
     return record->meta;
   };
   return std::unique_ptr<store::ObjectWriter>(
@@ -406,6 +433,33 @@ Result<store::ObjectMeta> RadosStore::Head(std::string_view bucket, std::string_
   KVCS_ASSIGN_OR_RETURN(auto e, Entry(b, key));
   if (!e) return NoSuchKey(key);
   return e->second.meta;
+}
+
+Status RadosStore::SetObjectAcl(std::string_view bucket, std::string_view key,
+                                std::string_view acl) {
+  // The same version (its stripes are not touched) with the new ACL in its index entry, set only
+  // over the entry read; a PUT meanwhile that kept the ETag gets the ACL too, one that changed
+  // it wins (kPreconditionFailed), as LocalStore does.
+  KVCS_RETURN_IF_ERROR(store::ValidateKey(key));
+  KVCS_ASSIGN_OR_RETURN(BucketRecord b, Bucket(bucket));
+  const std::string shard = IndexShardObject(b.id, ShardOf(key, b.shards));
+  std::string etag;
+  for (int attempt = 0; attempt < kMaxPublishAttempts; ++attempt) {
+    KVCS_ASSIGN_OR_RETURN(auto e, Entry(b, key));
+    if (!e) return NoSuchKey(key);
+    ObjectRecord rec = std::move(e->second);
+    if (attempt == 0) etag = rec.meta.etag;
+    store::WriteCondition same;
+    same.if_match = {etag};
+    KVCS_RETURN_IF_ERROR(store::CheckWriteCondition(same, &rec.meta));
+    rec.meta.acl = std::string(acl);
+    const int r = io_->OmapCompareAndSet(shard, key, e->first, EncodeObject(rec));
+    if (r == 0) return Status::Ok();
+    if (r == -ENOENT) return NoSuchBucket(bucket);
+    if (r != -ECANCELED) return RadosError(r, "setting the ACL of " + std::string(key));
+  }
+  return StoreErr(Code::kUnavailable, StoreError::kIo,
+                  "rados: too many concurrent writers of " + std::string(key));
 }
 
 Status RadosStore::Delete(std::string_view bucket, std::string_view key) {
@@ -745,15 +799,7 @@ Result<store::ObjectMeta> RadosStore::CompleteMultipart(
   done.done = true;
   const std::string done_raw = EncodeUpload(done);
   auto swap_upload = [&](const std::string& from, const std::string& to) {
-    WriteOp op;
-    int cmp = 0;
-    rados_write_op_omap_cmp2(op.op, uk.data(), LIBRADOS_CMPXATTR_OP_EQ, from.data(), uk.size(),
-                             from.size(), &cmp);
-    const char* keys[] = {uk.data()};
-    const char* vals[] = {to.data()};
-    const size_t klens[] = {uk.size()}, vlens[] = {to.size()};
-    rados_write_op_omap_set2(op.op, keys, vals, klens, vlens, 1);
-    return io_->Write(op, oid);
+    return io_->OmapCompareAndSet(oid, uk, from, to);
   };
   int r = swap_upload(up.raw, done_raw);
   if (r == -ECANCELED) return NoSuchUpload(upload_id);

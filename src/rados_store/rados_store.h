@@ -19,6 +19,10 @@
 //   Multipart       parts are versions of their own; Complete publishes an index entry whose
 //                   segments ARE the parts: the data is never copied.
 //   Copy            reads and writes the bytes (a new version; no sharing between keys).
+//   ACLs            BucketInfo::acl in the bucket record, ObjectMeta::acl in the index entry
+//                   (SetBucketAcl / SetObjectAcl: compare-and-set of the record; no data moves).
+//   Conditions      PutOptions::condition is checked against the entry the publishing
+//                   compare-and-set replaces: of two If-None-Match "*" writers, one wins.
 //
 // Thread-safety: all methods are thread-safe. Writers: one thread at a time.
 #ifndef KVCS_RADOS_STORE_RADOS_STORE_H_
@@ -68,6 +72,8 @@ class RadosStore final : public store::ObjectStore {
 
   Status CreateBucket(std::string_view bucket) override;
   Status CreateBucketOwnedBy(std::string_view bucket, std::string_view owner) override;
+  bool RecordsOwners() const override { return true; }
+  Status SetBucketAcl(std::string_view bucket, std::string_view acl) override;
   Status DeleteBucket(std::string_view bucket) override;
   Result<store::BucketInfo> HeadBucket(std::string_view bucket) override;
   Result<std::vector<store::BucketInfo>> ListBuckets() override;
@@ -78,6 +84,7 @@ class RadosStore final : public store::ObjectStore {
   std::vector<Result<std::shared_ptr<const store::ObjectReader>>> OpenMany(
       std::string_view bucket, std::span<const std::string> keys) override;
   Result<store::ObjectMeta> Head(std::string_view bucket, std::string_view key) override;
+  Status SetObjectAcl(std::string_view bucket, std::string_view key, std::string_view acl) override;
   Status Delete(std::string_view bucket, std::string_view key) override;
   Result<store::ListResult> List(std::string_view bucket,
                                  const store::ListOptions& options) override;
@@ -111,9 +118,11 @@ class RadosStore final : public store::ObjectStore {
   // The index entry of `key` (raw value and decoded), nullopt when absent.
   Result<std::optional<std::pair<std::string, ObjectRecord>>> Entry(const BucketRecord& b,
                                                                     std::string_view key);
-  // Compare-and-set of `key`'s index entry to `value` (empty: remove), retried on conflicts;
-  // removes the replaced version's objects.
-  Status Publish(const BucketRecord& b, std::string_view key, const std::string& value);
+  // Compare-and-set of `key`'s index entry to `value` (empty: remove), retried on conflicts,
+  // when `condition` holds against the entry it replaces (kPreconditionFailed / kNoSuchKey
+  // otherwise); removes the replaced version's objects.
+  Status Publish(const BucketRecord& b, std::string_view key, const std::string& value,
+                 const store::WriteCondition& condition = {});
   Result<Upload> GetUpload(const BucketRecord& b, std::string_view key, std::string_view upload_id);
   Result<std::vector<PartRecord>> Parts(const BucketRecord& b, std::string_view upload_id);
   // Every omap entry of `oid` whose key begins with `prefix` (paged), at most `limit`.

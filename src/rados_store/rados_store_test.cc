@@ -61,6 +61,44 @@ TEST(RadosLayout, UploadPartAndBucketRoundTrip) {
   EXPECT_EQ(PartKey("u1", 7), "p/u1/00007");
 }
 
+// The ACLs and Expires are kept in the object, upload and bucket records; a record without them
+// (written before they were) decodes with them empty.
+TEST(RadosLayout, AclsAndExpiresRoundTrip) {
+  ObjectRecord r;
+  r.meta.size = 1;
+  r.meta.etag = "e";
+  r.meta.expires = "Thu, 01 Dec 2044 16:00:00 GMT";
+  r.meta.acl = "acl-text";
+  r.segments = {{"v", 1, 65536}};
+  auto back = DecodeObject("k", EncodeObject(r));
+  ASSERT_TRUE(back.ok()) << back.status().ToString();
+  EXPECT_EQ(back->meta.acl, "acl-text");
+  EXPECT_EQ(back->meta.expires, r.meta.expires);
+  UploadRecord u{"k", {}, 5, false};
+  u.options.acl = "upload-acl";
+  u.options.expires = "x";
+  auto ub = DecodeUpload(EncodeUpload(u));
+  ASSERT_TRUE(ub.ok());
+  EXPECT_EQ(ub->options.acl, "upload-acl");
+  EXPECT_EQ(ub->options.expires, "x");
+  BucketRecord b{"id1", 3, "alice", 8, "bucket-acl"};
+  auto bb = DecodeBucket(EncodeBucket(b));
+  ASSERT_TRUE(bb.ok());
+  EXPECT_EQ(bb->acl, "bucket-acl");
+  EXPECT_EQ(bb->owner, "alice");
+  // Records written before ACLs existed (no "acl" member): private.
+  auto old_bucket = DecodeBucket(R"({"id":"i","created_ms":1,"owner":"","shards":8})");
+  ASSERT_TRUE(old_bucket.ok());
+  EXPECT_EQ(old_bucket->acl, "");
+  auto old_object =
+      DecodeObject("k", R"({"size":0,"etag":"e","opt":{"ct":"","ce":"","cd":"","cc":"","um":[]},)"
+                        R"("mtime":1,"parts":0,"seg":[{"v":"v","n":0,"s":65536}]})");
+  ASSERT_TRUE(old_object.ok()) << old_object.status().ToString();
+  EXPECT_EQ(old_object->meta.acl, "");
+  // An empty ACL is not written at all (records stay as they were).
+  EXPECT_EQ(EncodeBucket({"i", 1, "", 8}).find("acl"), std::string::npos);
+}
+
 TEST(RadosLayout, ShardsAndStripeNamesAreStable) {
   // The shard function is part of the on-pool format: these values must never change.
   EXPECT_EQ(ShardOf("", 8), 2u);  // SHA-256("") = e3b0c442...: 0xe3b0c442 % 8
