@@ -14,6 +14,7 @@
 #include "common/pem_key.h"
 #include "moqt_session/moqt_track_store.h"
 #include "transport/test_tools/in_memory_session.h"
+#include "transport/test_tools/recording_session_visitor.h"
 
 namespace kvcs::relay {
 namespace {
@@ -103,15 +104,11 @@ struct Client {
   InMemorySessionPair* pair = nullptr;
 };
 
-Client Connect(Net& net, Node& node, moqt::TrackSource* source,
-               std::vector<moqt::AuthToken> tokens = {}, moqt::MoqtSessionCallbacks* cb = nullptr) {
-  net.pairs.push_back(std::make_unique<InMemorySessionPair>());
+// The relay's end of a new in-memory connection (its server session).
+InMemorySessionPair& ServeNewConnection(Net& net, Node& node,
+                                        transport::test::InMemoryOptions client_opts = {}) {
+  net.pairs.push_back(std::make_unique<InMemorySessionPair>(client_opts));
   InMemorySessionPair& p = *net.pairs.back();
-  Client c;
-  c.pair = &p;
-  moqt::MoqtSessionConfig cc;
-  cc.perspective = moqt::Perspective::kClient;
-  cc.setup_auth_tokens = std::move(tokens);
   moqt::MoqtSessionConfig sc;
   sc.perspective = moqt::Perspective::kServer;
   Node::Conn conn;
@@ -145,6 +142,18 @@ Client Connect(Net& net, Node& node, moqt::TrackSource* source,
   shim->to = shim->owned.get();
   conn.cb = std::move(shim);
   node.conns.push_back(std::move(conn));
+  return p;
+}
+
+Client Connect(Net& net, Node& node, moqt::TrackSource* source,
+               std::vector<moqt::AuthToken> tokens = {}, moqt::MoqtSessionCallbacks* cb = nullptr,
+               transport::test::InMemoryOptions client_opts = {}) {
+  InMemorySessionPair& p = ServeNewConnection(net, node, client_opts);
+  Client c;
+  c.pair = &p;
+  moqt::MoqtSessionConfig cc;
+  cc.perspective = moqt::Perspective::kClient;
+  cc.setup_auth_tokens = std::move(tokens);
   c.session = std::make_unique<MoqtSession>(&p.client(), cc, cb ? cb : c.cb.get(), source);
   p.Connect();
   net.Run();
@@ -412,6 +421,81 @@ TEST(RelayTest, EvictionUnderASmallBudgetIsWholeLruAndNeverInUse) {
   EXPECT_EQ(s2->got, All(3, 3));
   EXPECT_FALSE(s2->done.has_value());  // untouched
   EXPECT_LE(node.relay.cache().budget()->used(), node.relay.cache().budget()->limit());
+}
+
+TEST(RelayTest, MalformedInputClosesOnlyThatSession) {
+  Net net;
+  Node node(Opts("r1"));
+  Publisher pub;
+  pub.Start(net, node);
+  Client good = Connect(net, node, nullptr);
+  auto sub = std::make_shared<Sub>();
+  ASSERT_TRUE(good.session->Subscribe(Name("k.raw.s0"), JoinFromStart(), sub).ok());
+  net.Run();
+  pub.Produce(net, 0, 1, 3);
+  // A peer whose control stream carries garbage.
+  InMemorySessionPair& bad = ServeNewConnection(net, node);
+  transport::test::RecordingSessionVisitor rec(&bad.client());
+  bad.client().SetVisitor(&rec);
+  bad.Connect();
+  net.Run();
+  transport::Stream* st = bad.client().OpenOutgoingUnidirectionalStream();
+  ASSERT_NE(st, nullptr);
+  const uint8_t garbage[] = {0x3f, 0xff, 0xff, 0xff, 0x01, 0x02, 0x03, 0x04};
+  ASSERT_TRUE(st->Write(ByteSpan(garbage, sizeof(garbage)), false).ok());
+  net.Run();
+  ASSERT_TRUE(rec.closed.has_value());  // that session is closed ...
+  pub.Produce(net, 1, 3, 3);            // ... and everyone else is served as before
+  ASSERT_TRUE(pub.track->EndTrack().ok());
+  net.Run();
+  EXPECT_EQ(sub->got, All(3, 3));
+  ASSERT_TRUE(sub->done && sub->done->track_ended);
+}
+
+// A subscriber that stops reading (its connection is never pumped again: the relay's writes
+// to it stay in its bounded send buffers) neither delays the others nor stops the relay.
+TEST(RelayTest, ASlowSubscriberDoesNotDelayTheOthers) {
+  Net net;
+  Node node(Opts("r1"));
+  Publisher pub;
+  pub.Start(net, node);
+  Client slow = Connect(net, node, nullptr);
+  auto slow_sub = std::make_shared<Sub>();
+  ASSERT_TRUE(slow.session->Subscribe(Name("k.raw.s0"), JoinFromStart(), slow_sub).ok());
+  std::vector<Client> fast_c;
+  std::vector<std::shared_ptr<Sub>> fast;
+  for (int i = 0; i < 4; ++i) {
+    fast_c.push_back(Connect(net, node, nullptr));
+    fast.push_back(std::make_shared<Sub>());
+    ASSERT_TRUE(
+        fast_c.back().session->Subscribe(Name("k.raw.s0"), JoinFromStart(), fast.back()).ok());
+  }
+  net.Run();
+  ASSERT_TRUE(slow_sub->ok.has_value());
+  // From now on the slow subscriber reads nothing.
+  std::unique_ptr<InMemorySessionPair> parked;
+  for (auto it = net.pairs.begin(); it != net.pairs.end(); ++it) {
+    if (it->get() == slow.pair) {
+      parked = std::move(*it);
+      net.pairs.erase(it);
+      break;
+    }
+  }
+  ASSERT_NE(parked, nullptr);
+  pub.Produce(net, 0, 4, 4);
+  ASSERT_TRUE(pub.track->EndTrack().ok());
+  net.Run();
+  for (auto& f : fast) {
+    EXPECT_EQ(f->got, All(4, 4));
+    ASSERT_TRUE(f->done && f->done->track_ended);
+  }
+  EXPECT_FALSE(slow_sub->done.has_value());
+  EXPECT_TRUE(slow_sub->got.empty());
+  EXPECT_EQ(node.relay.cache().publication_count(), 1u);
+  EXPECT_LE(node.relay.cache().budget()->used(), node.relay.cache().budget()->limit());
+  net.pairs.push_back(std::move(parked));  // let it drain at the end: it gets everything too
+  net.Run();
+  EXPECT_EQ(slow_sub->got, All(4, 4));
 }
 
 class RelayAuthTest : public ::testing::Test {
