@@ -260,7 +260,7 @@ TEST_F(KvcsRelayE2E, AfterThePublisherLeftTheRelayHasNoManifestAndSaysSoAtOnce) 
   ASSERT_TRUE(RunUntil([&] { return late.report.has_value(); }, [&] { r2->OnTimer(); }));
   EXPECT_TRUE(late.pairs.empty());
   EXPECT_EQ(late.report->recompute_count(), 12u * d_.layers);
-  EXPECT_LT(late.done_ms - t0, 1000u);
+  EXPECT_LT(late.done_ms - t0, 2000u);  // well before its 3.07 s bound
   ASSERT_FALSE(late.report->refusals.empty());
   EXPECT_TRUE(late.report->refusals[0].status.Is(StreamError::kUnsignedManifest))
       << late.report->refusals[0].status.ToString();
