@@ -1,8 +1,9 @@
 // kvcs publish: a KV cache in safetensors -> a KVCS publication (docs/protocols/kvcs-stream.md)
-// served to subscribers directly over MOQT (raw QUIC, ALPN moqt-22). Prints the namespace
-// (kvcs-1/<scope>/<compat>/<anchor>/<pub_id> in hex) and one line per published layer; the layers
-// go out one per event-loop turn so subscribers receive them while later ones are produced. Runs
-// until interrupted, or --linger seconds after the last layer.
+// served to subscribers directly over MOQT (raw QUIC, ALPN moqt-22), or, with --relay, announced
+// to a relay (PUBLISH_NAMESPACE; the relay subscribes to this session's TrackStore). Prints the
+// namespace (kvcs-1/<scope>/<compat>/<anchor>/<pub_id> in hex) and one line per published layer;
+// the layers go out one per event-loop turn so subscribers receive them while later ones are
+// produced. Runs until interrupted, or --linger seconds after the last layer.
 #include <algorithm>
 #include <iostream>
 #include <optional>
@@ -28,6 +29,8 @@ constexpr char kCmd[] = "publish";
 
 struct Args {
   std::string input, listen = "127.0.0.1:4443", sign_key, cert, key;
+  std::string relay;  // moqt://HOST:PORT/: announce there instead of serving
+  ClientTlsOptions tls;
   ScopeOptions scope;
   uint32_t manifest_every = 8;
   double linger_s = -1;
@@ -111,7 +114,7 @@ class Run {
     if (!pub.ok()) return Fail(kCmd, pub.status().message(), "check --manifest-every (1..8)");
     pub_ = std::move(*pub);
     tokens_ = std::move(tokens);
-    int rc = Serve();
+    int rc = a_.relay.empty() ? Serve() : ConnectRelay();
     if (rc != 0) return rc;
     std::cout << "namespace " << profile::ToString(pub_->ns()) << "\n"
               << "  " << d.model << ": " << d.layers << " layers x " << blocks_ << " blocks of "
@@ -128,7 +131,8 @@ class Run {
       if (!ec) Stop("interrupted");
     });
     start_ = std::chrono::steady_clock::now();
-    asio::post(io_, [this] { NextLayer(); });
+    // Serving: layers go out at once; announcing: once the relay accepted the namespace.
+    if (a_.relay.empty()) asio::post(io_, [this] { NextLayer(); });
     io_.run();
     return rc_;
   }
@@ -166,6 +170,64 @@ class Run {
     server_ = std::move(*server);
     std::cout << "listening on moqt://" << cfg.quic.host << ":" << server_->port() << "/"
               << std::endl;
+    return 0;
+  }
+
+  // The session to the relay: PUBLISH_NAMESPACE at SETUP, the layers once it is accepted; the
+  // session's end (relay gone, refused) ends the command with an error.
+  struct RelayCallbacks : moqt::MoqtSessionCallbacks {
+    explicit RelayCallbacks(Run* r) : r(r) {}
+    void OnSetupComplete(const moqt::SetupOptions& peer) override {
+      std::cout << "connected to relay '" << peer.implementation.value_or("?")
+                << "'; PUBLISH_NAMESPACE" << std::endl;
+      auto id = r->client_->session().PublishNamespace(
+          r->pub_->track_namespace(), [r = r](const std::optional<moqt::RequestError>& e) {
+            if (e) {
+              r->rc_ =
+                  Fail(kCmd,
+                       "the relay refused PUBLISH_NAMESPACE: " +
+                           std::string(moqt::RequestErrorCodeName(
+                               static_cast<moqt::RequestErrorCode>(e->error_code))) +
+                           ": " + e->reason,
+                       e->error_code == static_cast<uint64_t>(moqt::RequestErrorCode::kUnauthorized)
+                           ? "the --auth-token does not grant publish on this namespace"
+                           : "");
+              r->Stop("");
+              return;
+            }
+            std::cout << "namespace accepted by the relay" << std::endl;
+            r->start_ = std::chrono::steady_clock::now();
+            r->NextLayer();
+          });
+      if (!id.ok()) {
+        r->rc_ = Fail(kCmd, "PUBLISH_NAMESPACE: " + id.status().message());
+        r->Stop("");
+      }
+    }
+    void OnSessionClosed(uint64_t, const std::string&, bool) override {
+      asio::post(r->io_, [r = r] {  // the endpoint's view of the end is known by then
+        if (r->stopping_) return;
+        const auto& end = r->client_->end();
+        r->rc_ = Fail(kCmd, "relay session ended: " + (end ? end->ToString() : "closed"),
+                      end ? ConnectHint(*end) : "");
+        r->Stop("");
+      });
+    }
+    Run* r;
+  };
+
+  int ConnectRelay() {
+    auto url = moqt::ParseMoqtUrl(a_.relay);
+    if (!url.ok()) {
+      return Fail(kCmd, "--relay: " + url.status().message(), "e.g. --relay moqt://relay:4443/");
+    }
+    moqt::MoqtClientConfig cfg = a_.tls.ClientConfig(*url);
+    cfg.session.implementation = "kvcs-publish/0.1";
+    relay_cb_ = std::make_unique<RelayCallbacks>(this);
+    auto c = moqt::MoqtClient::Connect(io_, cfg, relay_cb_.get(), &store_);
+    if (!c.ok()) return Fail(kCmd, "cannot connect to " + a_.relay + ": " + c.status().message());
+    client_ = std::move(*c);
+    std::cout << "connecting to relay " << a_.relay << std::endl;
     return 0;
   }
 
@@ -211,9 +273,10 @@ class Run {
       std::cerr << "kvcs publish: warning: not registered: " << id.status().message() << "\n";
       return;
     }
-    std::string endpoint = a_.public_url.empty() ? "moqt://" + listen_host_ + ":" +
-                                                       std::to_string(server_->port()) + "/"
-                                                 : a_.public_url;
+    std::string endpoint = !a_.public_url.empty() ? a_.public_url
+                           : !a_.relay.empty()    ? a_.relay
+                                                  : "moqt://" + listen_host_ + ":" +
+                                                     std::to_string(server_->port()) + "/";
     index::RegisterRequest r;
     r.compat_id = pub_->ns().compat_id;
     r.scope_id = pub_->ns().scope_id;
@@ -259,6 +322,11 @@ class Run {
     }
     if (server_) {
       server_->Shutdown(std::chrono::milliseconds(1000), [this] { io_.stop(); });
+    } else if (client_) {
+      if (!client_->closed()) client_->Close(moqt::SessionError::kNoError, "done");
+      // Give the CONNECTION_CLOSE a moment to leave, then exit.
+      timer_.expires_after(std::chrono::milliseconds(50));
+      timer_.async_wait([this](const boost::system::error_code&) { io_.stop(); });
     } else {
       io_.stop();
     }
@@ -271,6 +339,8 @@ class Run {
   moqt::TrackStore store_;
   std::unique_ptr<stream::Publisher> pub_;
   std::unique_ptr<moqt::MoqtServer> server_;
+  std::unique_ptr<RelayCallbacks> relay_cb_;
+  std::unique_ptr<moqt::MoqtClient> client_;
   const tensorio::KvCacheView* cache_ = nullptr;
   kvsp::ScopeKey scope_key_{};
   std::vector<uint32_t> tokens_;
@@ -291,8 +361,12 @@ RunFn Setup(CLI::App& app) {
   a->scope.Add(cmd);
   cmd->add_option("--sign-key", a->sign_key,
                   "producer private key (kvcs keygen producer): publish a signed manifest.cose");
-  cmd->add_option("--listen", a->listen, "serve on HOST:PORT (UDP; port 0: any)")
-      ->capture_default_str();
+  auto* listen = cmd->add_option("--listen", a->listen, "serve on HOST:PORT (UDP; port 0: any)")
+                     ->capture_default_str();
+  cmd->add_option("--relay", a->relay,
+                  "instead of serving: connect to this relay (moqt://HOST:PORT/) and "
+                  "PUBLISH_NAMESPACE the publication there")
+      ->excludes(listen);
   cmd->add_option("--manifest-every", a->manifest_every,
                   "publish a manifest version after every N layers (1..8)")
       ->capture_default_str();
@@ -303,6 +377,7 @@ RunFn Setup(CLI::App& app) {
                   "exit this many seconds after the last layer (default: until interrupted)");
   cmd->add_option("--cert", a->cert, "server certificate (PEM); default: a dev certificate");
   cmd->add_option("--key", a->key, "server private key (PEM)");
+  a->tls.Add(cmd);  // with --relay: --ca/--insecure, --auth-token, ...
   a->index.Add(cmd,
                "once every layer is published, register the namespace with this KVSP Index "
                "Service (http://HOST:PORT) and renew the lease while serving; withdrawn at exit");
@@ -317,6 +392,8 @@ RunFn Setup(CLI::App& app) {
       "      --listen 127.0.0.1:4443\n"
       "  kvcs get moqt://127.0.0.1:4443/ --insecure --tokens prompt.txt --descriptor d.json \\\n"
       "      --scope-key-file tenant.key --producer-key producer.pub --out got.safetensors\n"
+      "  kvcs publish cache.safetensors --scope-key-file tenant.key \\\n"
+      "      --relay moqt://relay:4443/ --ca relay.pem --auth-token publish.jwt\n"
       "  kvcs publish cache.safetensors --scope-key-file tenant.key --index http://index:7070 \\\n"
       "      --index-token-file reg.jwt   # consumers find it with kvcs lookup / get --index");
   return [a] { return Run(*a).Go(); };

@@ -462,9 +462,15 @@ def test_demo_small(d):
     p = run("demo", "--tokens", 64, "--no-store", "--save", f"{d}/s.safetensors", "--out", f"{d}/p")
     for s in ("[1/5]", "[2/5]", "[3/5]", "[4/5]", "[5/5]", "Summary", "bit-exact"):
         check(s in p.stdout, f"demo output lacks {s}:\n{p.stdout}")
+    # The MOQT part: 4 blocks live through the relay, both consumers verify everything.
+    for s in ("[moqt]", "per-layer timeline", "consumer A (joins mid-production): joined after 16",
+              "consumer B (joins after the end): joined after 32", "128/128 (block, layer) verified",
+              "3 upstream subscriptions for 2 consumers"):
+        check(s in p.stdout, f"demo output lacks {s}:\n{p.stdout}")
+    check(p.stdout.count("0 duplicates, bit-exact") == 2 and "MISMATCHES" not in p.stdout, p.stdout)
     run("inspect", f"{d}/s.safetensors")
     run("unpack", f"{d}/p", "--out", f"{d}/b.safetensors")
-    p = run("demo", "--tokens", 40, "--codec", "int8", "--no-store")
+    p = run("demo", "--tokens", 40, "--codec", "int8", "--no-store", "--no-moqt")
     check("RMS error" in p.stdout and "8 tail tokens" in p.stdout, p.stdout)
     run("demo", "--codec", "bogus", "--no-store", ok=False)
     run("demo", "--tokens", 0, "--no-store", ok=False)

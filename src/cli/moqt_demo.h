@@ -1,0 +1,36 @@
+// The MOQT part of `kvcs demo` (cmd_demo.cc): the synthetic cache published live through a relay.
+//
+//   kvcs::cli::MoqtDemoOptions o;            // defaults: the first 16 blocks, 20 ms per layer
+//   kvcs::Status s = kvcs::cli::RunMoqtDemo(cache, scope_key, o, std::cout);
+//
+// In-process and on one thread, over real QUIC on 127.0.0.1: a RelayServer (src/relay); a KVCS
+// Publisher (kvcs_stream) whose TrackStore is the TrackSource of a client session that announces
+// the publication to the relay (PUBLISH_NAMESPACE, as `kvcs publish --relay`), producing one layer
+// every `layer_ms` (the modeled compute pace) with a signed manifest.cose version after every
+// layer; two consumers through the relay, live (§5.2), one joining mid-production and one after
+// the end. Both verify everything (signature, every object's digest) and compare it bit-exact
+// with the source. Prints the per-layer timeline (published, ready at each consumer). Blocking.
+#ifndef KVCS_CLI_MOQT_DEMO_H_
+#define KVCS_CLI_MOQT_DEMO_H_
+
+#include <cstdint>
+#include <ostream>
+
+#include "common/status.h"
+#include "kvsp/ids.h"
+#include "tensorio/kv_cache.h"
+
+namespace kvcs::cli {
+
+struct MoqtDemoOptions {
+  uint64_t blocks = 16;    // the cache's first blocks published (fewer if it has fewer)
+  uint64_t layer_ms = 20;  // modeled compute time of one layer: the production pace
+  uint64_t timeout_ms = 30000;
+};
+
+Status RunMoqtDemo(const tensorio::KvCacheView& cache, const kvsp::ScopeKey& scope,
+                   const MoqtDemoOptions& options, std::ostream& out);
+
+}  // namespace kvcs::cli
+
+#endif  // KVCS_CLI_MOQT_DEMO_H_

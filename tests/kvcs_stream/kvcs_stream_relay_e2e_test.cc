@@ -1,0 +1,398 @@
+// KVCS over MOQT through the relay (src/relay) over real QUIC on 127.0.0.1: the Publisher's
+// TrackStore is the TrackSource of a client session that PUBLISH_NAMESPACEs the publication to an
+// in-process RelayServer (what `kvcs publish --relay` does); consumers talk only to the relay.
+// Live retrieval joining before, during and after production (every layer exactly once, one
+// upstream subscription per track), completed retrieval of a layer range with the first n blocks,
+// discovery (SUBSCRIBE_NAMESPACE answered by the relay, with a shorter-prefix fallback), a
+// consumer after the publisher left, and recovery: the relay destroyed mid-retrieval (another
+// relay carries the publication) and the publisher stopping mid-production, each within its
+// bound and reporting what must be recomputed. One io_context on the test thread; every wait is
+// bounded.
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <map>
+
+#include "common/asio.h"
+#include "kvcs_stream/discovery.h"
+#include "kvcs_stream/publisher.h"
+#include "kvcs_stream/recovery.h"
+#include "kvcs_stream/retrieval.h"
+#include "kvcs_stream/test_tools/test_cache.h"
+#include "moqt_endpoint/moqt_endpoint.h"
+#include "quic/tls.h"
+#include "relay/relay_server.h"
+
+namespace kvcs::stream {
+namespace {
+
+namespace asio = boost::asio;
+
+uint64_t NowMs() {
+  return static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::milliseconds>(
+                                   std::chrono::steady_clock::now().time_since_epoch())
+                                   .count());
+}
+
+struct Got {
+  std::map<std::pair<uint64_t, uint32_t>, int> pairs;  // (block, layer) -> deliveries
+  int mismatches = 0;
+  std::optional<RetrievalReport> report;
+  uint64_t done_ms = 0;
+};
+
+// The publisher's side of one relay: a client session whose TrackSource is the publisher's store.
+struct Announcer : moqt::MoqtSessionCallbacks {
+  std::unique_ptr<moqt::MoqtClient> client;
+  std::optional<bool> accepted;
+};
+
+class KvcsRelayE2E : public ::testing::Test {
+ protected:
+  kvsp::Descriptor d_ = test::SmallDescriptor(/*layers=*/32, /*block_tokens=*/16);
+  kvsp::ScopeKey scope_{};
+  std::vector<uint32_t> tokens_ = test::Tokens(16 * 12);  // 12 blocks
+  moqt::TrackStore store_;
+  std::unique_ptr<Publisher> pub_;
+  asio::io_context io_;
+  std::vector<std::unique_ptr<relay::RelayServer>> relays_;
+  std::vector<std::unique_ptr<Announcer>> announcers_;
+  std::vector<std::unique_ptr<moqt::MoqtClient>> clients_;
+  std::string cert_, key_;
+  profile::KeySet keys_;
+
+  void SetUp() override {
+    scope_[0] = 3;
+    auto pem = quic::GenerateSelfSignedCert("localhost");
+    ASSERT_TRUE(pem.ok());
+    auto dir = std::filesystem::temp_directory_path() /
+               ("kvcs_stream_relay_e2e_" + std::to_string(getpid()));
+    std::filesystem::create_directories(dir);
+    cert_ = (dir / "cert.pem").string();
+    key_ = (dir / "key.pem").string();
+    std::ofstream(cert_) << pem->cert_pem;
+    std::ofstream(key_) << pem->key_pem;
+    auto producer = *profile::SigningKey::Generate(profile::CoseAlg::kES256, Bytes{'r'});
+    ASSERT_TRUE(keys_.Add(producer.Public()).ok());
+    PublisherConfig c;
+    c.descriptor = d_;
+    c.scope_key = scope_;
+    c.producer_key = producer;
+    auto p = Publisher::Create(&store_, c, tokens_);
+    ASSERT_TRUE(p.ok()) << p.status().ToString();
+    pub_ = std::move(*p);
+  }
+  void TearDown() override {
+    clients_.clear();
+    announcers_.clear();
+    relays_.clear();
+  }
+  bool RunUntil(const std::function<bool()>& pred, const std::function<void()>& tick = {}) {
+    const uint64_t deadline = NowMs() + 30000;
+    while (!pred()) {
+      if (NowMs() > deadline) return false;
+      io_.run_one_for(std::chrono::milliseconds(10));
+      if (io_.stopped()) io_.restart();
+      if (tick) tick();
+    }
+    return true;
+  }
+  void Poll() {
+    io_.poll();
+    if (io_.stopped()) io_.restart();
+  }
+  // An open relay on 127.0.0.1 (any port); returns its index in relays_.
+  size_t StartRelay() {
+    relay::RelayServerConfig rc;
+    rc.cert_file = cert_;
+    rc.key_file = key_;
+    auto r = relay::RelayServer::Start(io_, rc);
+    EXPECT_TRUE(r.ok()) << r.status().ToString();
+    relays_.push_back(std::move(*r));
+    return relays_.size() - 1;
+  }
+  uint16_t RelayPort(size_t i) const { return relays_[i]->port(); }
+  moqt::MoqtClientConfig ClientConfig(uint16_t port) const {
+    moqt::MoqtClientConfig c;
+    c.quic.host = "127.0.0.1";
+    c.quic.port = port;
+    c.quic.server_name = "localhost";
+    c.quic.ca_file = cert_;
+    return c;
+  }
+  // The publisher connects to relay `i` and announces its publication there.
+  Announcer* Announce(size_t i) {
+    auto a = std::make_unique<Announcer>();
+    auto cl = moqt::MoqtClient::Connect(io_, ClientConfig(RelayPort(i)), a.get(), &store_);
+    EXPECT_TRUE(cl.ok()) << cl.status().ToString();
+    a->client = std::move(*cl);
+    Announcer* raw = a.get();
+    announcers_.push_back(std::move(a));
+    EXPECT_TRUE(RunUntil([&] { return raw->client->setup_complete() || raw->client->closed(); }));
+    auto id = raw->client->session().PublishNamespace(
+        pub_->track_namespace(),
+        [raw](const std::optional<moqt::RequestError>& e) { raw->accepted = !e.has_value(); });
+    EXPECT_TRUE(id.ok()) << id.status().ToString();
+    EXPECT_TRUE(RunUntil([&] { return raw->accepted.has_value(); }));
+    EXPECT_EQ(raw->accepted, std::optional<bool>(true));
+    return raw;
+  }
+  moqt::MoqtSession* Connect(uint16_t port) {
+    auto cl = moqt::MoqtClient::Connect(io_, ClientConfig(port), nullptr);
+    EXPECT_TRUE(cl.ok()) << cl.status().ToString();
+    moqt::MoqtClient* raw = cl->get();
+    clients_.push_back(std::move(*cl));
+    EXPECT_TRUE(RunUntil([&] { return raw->setup_complete() || raw->closed(); }));
+    EXPECT_TRUE(raw->setup_complete());
+    return &raw->session();
+  }
+  RecoveryOptions Options(RetrievalMode mode, std::span<const uint32_t> tokens) {
+    RecoveryOptions o;
+    o.retrieval.mode = mode;
+    o.retrieval.verifier.identity = *CacheIdentity::Compute(d_, scope_, tokens);
+    o.retrieval.verifier.publication = pub_->ns();
+    o.retrieval.verifier.keys = &keys_;
+    // 12 blocks · 16 tokens · 32 layers · 0.5 ms = 3.07 s.
+    o.retrieval.compute_ns_per_token_layer = 500'000;
+    return o;
+  }
+  // A Recovery (without recovery sources: a plain Retrieval with the same report) on `session`.
+  std::unique_ptr<Recovery> Start(moqt::MoqtSession* session, RecoveryOptions o, Got* got) {
+    const kvsp::Descriptor d = d_;
+    auto r = Recovery::Start(
+        session, std::move(o),
+        [got, d](const VerifiedLayer& l) {
+          for (size_t i = 0; i < l.k.size(); ++i) {
+            got->pairs[{l.first_block + i, l.layer}]++;
+            if (Bytes(l.k[i].begin(), l.k[i].end()) !=
+                    test::LayerK(d, l.layer, l.first_block + i, 1) ||
+                Bytes(l.v[i].begin(), l.v[i].end()) !=
+                    test::LayerV(d, l.layer, l.first_block + i, 1)) {
+              got->mismatches++;
+            }
+          }
+        },
+        [got](const RetrievalReport& rep) {
+          got->report = rep;
+          got->done_ms = NowMs();
+        },
+        NowMs);
+    EXPECT_TRUE(r.ok()) << r.status().ToString();
+    return r.ok() ? std::move(*r) : nullptr;
+  }
+  void Produce(uint32_t to) {
+    for (uint32_t l = pub_->next_layer(); l < to; ++l) {
+      ASSERT_TRUE(
+          pub_->PublishLayer(l, test::LayerK(d_, l, 0, 12), test::LayerV(d_, l, 0, 12)).ok());
+      Poll();
+    }
+  }
+  // A retrieval ends at its deadline on the owner's next OnTimer (every loop turn, ~10 ms).
+  static constexpr uint64_t kTickSlackMs = 50;
+  void ExpectEverythingOnce(const Got& g, uint64_t blocks = 12, uint32_t layers = 32) {
+    ASSERT_TRUE(g.report.has_value());
+    EXPECT_TRUE(g.report->all_retrieved()) << g.report->recompute_count();
+    EXPECT_EQ(g.report->duplicates, 0u);
+    EXPECT_EQ(g.mismatches, 0);
+    EXPECT_EQ(g.pairs.size(), blocks * layers);
+    for (const auto& [k, n] : g.pairs) EXPECT_EQ(n, 1) << k.first << "/" << k.second;
+    EXPECT_LE(g.done_ms, g.report->deadline_ms + kTickSlackMs);
+  }
+  const relay::RelayMetrics& Metrics(size_t i) { return relays_[i]->relay().metrics(); }
+};
+
+TEST_F(KvcsRelayE2E, LiveJoinsBeforeDuringAndAfterProductionExactlyOnce) {
+  const size_t r = StartRelay();
+  Announce(r);
+  Got before, during, after;
+  auto r1 = Start(Connect(RelayPort(r)), Options(RetrievalMode::kLive, tokens_), &before);
+  Produce(13);
+  auto r2 = Start(Connect(RelayPort(r)), Options(RetrievalMode::kLive, tokens_), &during);
+  Produce(d_.layers);
+  ASSERT_TRUE(RunUntil([&] { return before.report && during.report; }));
+  auto r3 = Start(Connect(RelayPort(r)), Options(RetrievalMode::kLive, tokens_), &after);
+  ASSERT_TRUE(RunUntil([&] { return after.report.has_value(); }));
+  for (const Got* g : {&before, &during, &after}) {
+    ExpectEverythingOnce(*g);
+    EXPECT_EQ(g->report->count(BlockSource::kMoqt), 12u * d_.layers);
+  }
+  // One upstream subscription per track (manifest.cose, k, v), whoever joined when.
+  EXPECT_EQ(Metrics(r).upstream_requests.load(), 3u);
+}
+
+TEST_F(KvcsRelayE2E, CompletedLayerRangeWithTheFirstBlocks) {
+  const size_t r = StartRelay();
+  Announce(r);
+  Produce(d_.layers);
+  RecoveryOptions o = Options(RetrievalMode::kCompleted, tokens_);
+  o.retrieval.verifier.first_layer = 4;
+  o.retrieval.verifier.last_layer = 9;
+  o.retrieval.verifier.max_blocks = 5;
+  Got got;
+  auto rec = Start(Connect(RelayPort(r)), o, &got);
+  ASSERT_TRUE(RunUntil([&] { return got.report.has_value(); }));
+  ExpectEverythingOnce(got, 5, 6);
+  EXPECT_EQ(got.report->blocks, 5u);
+  EXPECT_EQ(got.report->first_layer, 4u);
+  EXPECT_EQ(got.report->count(BlockSource::kMoqtFetch), 5u * 6);
+  EXPECT_EQ(got.pairs.begin()->first, (std::pair<uint64_t, uint32_t>{0, 4}));
+}
+
+// KNOWN GAP (reported, not fixed here): the publisher never ends its manifest track (a joiner's
+// fill Relative Start 1 must find the newest version), so when its session closes the relay's
+// copy of manifest.cose fails and is dropped (relay.md: a failed upstream fails the track) while
+// the ended data tracks stay cached. A consumer after the publisher left is refused at once
+// (no manifest) and told to recompute everything; it does not wait for its bound.
+TEST_F(KvcsRelayE2E, AfterThePublisherLeftTheRelayHasNoManifestAndSaysSoAtOnce) {
+  const size_t r = StartRelay();
+  Announcer* a = Announce(r);
+  Produce(d_.layers);
+  Got first, late;
+  auto r1 = Start(Connect(RelayPort(r)), Options(RetrievalMode::kCompleted, tokens_), &first);
+  ASSERT_TRUE(RunUntil([&] { return first.report.has_value(); }));
+  ExpectEverythingOnce(first);
+  a->client->Close(moqt::SessionError::kNoError, "publisher gone");
+  ASSERT_TRUE(RunUntil([&] { return a->client->closed(); }));
+  const uint64_t t0 = NowMs();
+  auto r2 = Start(Connect(RelayPort(r)), Options(RetrievalMode::kCompleted, tokens_), &late);
+  ASSERT_TRUE(RunUntil([&] { return late.report.has_value(); }, [&] { r2->OnTimer(); }));
+  EXPECT_TRUE(late.pairs.empty());
+  EXPECT_EQ(late.report->recompute_count(), 12u * d_.layers);
+  EXPECT_LT(late.done_ms - t0, 2000u);  // well before its 3.07 s bound
+  ASSERT_FALSE(late.report->refusals.empty());
+  EXPECT_TRUE(late.report->refusals[0].status.Is(StreamError::kUnsignedManifest))
+      << late.report->refusals[0].status.ToString();
+}
+
+TEST_F(KvcsRelayE2E, DiscoveryThroughTheRelayWithAShorterPrefixFallback) {
+  const size_t r = StartRelay();
+  Announce(r);
+  Produce(d_.layers);
+  // The exact prompt, then one 4 blocks longer: prefixes 16..13 have none, 12 has it.
+  std::vector<uint32_t> longer = test::Tokens(16 * 16);
+  for (auto [tokens, want_tried] : {std::pair{std::span<const uint32_t>(tokens_), 2u},
+                                    std::pair{std::span<const uint32_t>(longer), 6u}}) {
+    moqt::MoqtSession* s = Connect(RelayPort(r));
+    std::optional<DiscoveryResult> found;
+    DiscoveryOptions o;
+    o.window = 2;
+    auto d = Discovery::Start(
+        s, *CacheIdentity::Compute(d_, scope_, tokens), o,
+        [&](const DiscoveryResult& res) { found = res; }, NowMs);
+    ASSERT_TRUE(d.ok()) << d.status().ToString();
+    ASSERT_TRUE(RunUntil([&] { return found.has_value(); }, [&] { (*d)->OnTimer(); }));
+    ASSERT_NE(found->best(), nullptr);
+    EXPECT_EQ(found->publications.size(), 1u);
+    EXPECT_EQ(found->best()->ns, pub_->ns());
+    EXPECT_EQ(found->best()->anchor_blocks, 12u);
+    EXPECT_EQ(found->prefixes_tried, want_tried);
+    Got got;
+    RecoveryOptions ro = Options(RetrievalMode::kCompleted, tokens);
+    ro.retrieval.verifier.publication = found->best()->ns;
+    auto rec = Start(s, ro, &got);
+    ASSERT_TRUE(RunUntil([&] { return got.report.has_value(); }));
+    EXPECT_EQ(got.mismatches, 0);
+    EXPECT_EQ(got.pairs.size(), 12u * d_.layers);
+    EXPECT_EQ(got.report->at(11, d_.layers - 1).source, BlockSource::kMoqtFetch);
+    if (tokens.size() > tokens_.size()) {
+      EXPECT_EQ(got.report->at(12, 0).reason, StreamError::kNotCovered);
+      EXPECT_EQ(got.report->recompute_count(), 4u * d_.layers);
+    } else {
+      EXPECT_TRUE(got.report->all_retrieved());
+    }
+  }
+  // Another scope's prompt finds nothing through the relay.
+  kvsp::ScopeKey other{};
+  other[0] = 4;
+  std::optional<DiscoveryResult> none;
+  auto d = Discovery::Start(
+      Connect(RelayPort(r)), *CacheIdentity::Compute(d_, other, tokens_), {},
+      [&](const DiscoveryResult& res) { none = res; }, NowMs);
+  ASSERT_TRUE(d.ok());
+  ASSERT_TRUE(RunUntil([&] { return none.has_value(); }, [&] { (*d)->OnTimer(); }));
+  EXPECT_EQ(none->best(), nullptr);
+}
+
+TEST_F(KvcsRelayE2E, KilledRelayMidRetrievalRecoveredFromAnotherRelay) {
+  // The publisher announces to two relays; the consumer's primary relay is destroyed after 12
+  // layers while production goes on.
+  const size_t r1 = StartRelay(), r2 = StartRelay();
+  Announce(r1);
+  Announce(r2);
+  moqt::MoqtSession* primary = Connect(RelayPort(r1));
+  moqt::MoqtSession* second = Connect(RelayPort(r2));
+  RecoveryOptions o = Options(RetrievalMode::kLive, tokens_);
+  o.alternates = {{second, pub_->ns(), "relay-2"}};
+  Got got;
+  const uint64_t start = NowMs();
+  auto rec = Start(primary, o, &got);
+  Produce(12);
+  ASSERT_TRUE(RunUntil([&] { return got.pairs.size() >= 12u * 8; }, [&] { rec->OnTimer(); }));
+  relays_[r1].reset();  // killed: its sessions and cached tracks go with it
+  Produce(d_.layers);
+  ASSERT_TRUE(RunUntil([&] { return got.report.has_value(); }, [&] { rec->OnTimer(); }));
+  ExpectEverythingOnce(got);
+  EXPECT_LE(got.report->deadline_ms, start + 3072 + 100);
+  EXPECT_EQ(got.report->count(BlockSource::kMoqt), 12u * 8);  // layers 0..7 from relay 1
+  EXPECT_EQ(got.report->count(BlockSource::kAltMoqt), 12u * 24);
+  EXPECT_EQ(got.report->recompute_count(), 0u);
+  EXPECT_EQ(
+      got.report->sources[got.report->at(0, 31).source_index].find("relay-2") != std::string::npos,
+      true);
+}
+
+TEST_F(KvcsRelayE2E, KilledRelayWithoutAnotherSourceReportsTheRestForRecompute) {
+  const size_t r = StartRelay();
+  Announce(r);
+  Got got;
+  const uint64_t start = NowMs();
+  auto rec = Start(Connect(RelayPort(r)), Options(RetrievalMode::kLive, tokens_), &got);
+  Produce(12);
+  ASSERT_TRUE(RunUntil([&] { return got.pairs.size() >= 12u * 8; }, [&] { rec->OnTimer(); }));
+  relays_[r].reset();
+  Produce(d_.layers);
+  ASSERT_TRUE(RunUntil([&] { return got.report.has_value(); }, [&] { rec->OnTimer(); }));
+  const RetrievalReport& rep = *got.report;
+  EXPECT_EQ(got.mismatches, 0);
+  EXPECT_LE(got.done_ms, rep.deadline_ms + kTickSlackMs);
+  EXPECT_LE(rep.deadline_ms, start + 3072 + 100);
+  EXPECT_EQ(rep.count(BlockSource::kMoqt), 12u * 8);
+  EXPECT_EQ(rep.recompute_count(), 12u * 24);
+  EXPECT_NE(rep.at(5, 8).reason, StreamError::kNone);
+}
+
+TEST_F(KvcsRelayE2E, PublisherThatStopsMidProductionReportsTheRestForRecompute) {
+  const size_t r = StartRelay();
+  Announcer* a = Announce(r);
+  Got live, gone;
+  const uint64_t start = NowMs();
+  auto rec = Start(Connect(RelayPort(r)), Options(RetrievalMode::kLive, tokens_), &live);
+  Produce(10);  // then the publisher stops producing (its session stays)
+  ASSERT_TRUE(RunUntil([&] { return live.report.has_value(); }, [&] { rec->OnTimer(); }));
+  const RetrievalReport& rep = *live.report;
+  EXPECT_EQ(live.mismatches, 0);
+  EXPECT_LE(live.done_ms, rep.deadline_ms + kTickSlackMs);
+  EXPECT_LE(rep.deadline_ms, start + 3072 + 100);
+  // Layers 0..7 (listed by the manifest after layer 8) came live; the rest must be recomputed.
+  EXPECT_EQ(rep.count(BlockSource::kMoqt), 12u * 8);
+  EXPECT_EQ(rep.recompute_count(), 12u * 24);
+  EXPECT_EQ(rep.at(9, 8).reason, StreamError::kDeadline);
+  EXPECT_TRUE(rep.timed_out);
+  // Then the publisher leaves (its session closes): a consumer through the relay ends promptly,
+  // well before its bound, with the same layers and the rest for recompute.
+  a->client->Close(moqt::SessionError::kNoError, "publisher gone");
+  ASSERT_TRUE(RunUntil([&] { return a->client->closed(); }));
+  const uint64_t t2 = NowMs();
+  auto rec2 = Start(Connect(RelayPort(r)), Options(RetrievalMode::kLive, tokens_), &gone);
+  ASSERT_TRUE(RunUntil([&] { return gone.report.has_value(); }, [&] { rec2->OnTimer(); }));
+  EXPECT_EQ(gone.mismatches, 0);
+  EXPECT_LE(gone.done_ms, gone.report->deadline_ms + kTickSlackMs);
+  EXPECT_LE(gone.report->deadline_ms, t2 + 3072 + 100);
+  EXPECT_EQ(gone.report->recompute_count() + gone.report->count(BlockSource::kMoqt), 12u * 32);
+  EXPECT_GE(gone.report->recompute_count(), 12u * 24);
+}
+
+}  // namespace
+}  // namespace kvcs::stream
