@@ -24,6 +24,10 @@
 namespace kvcs::cli {
 namespace {
 
+// How long `--relay` waits after closing the publication before it closes the session: the
+// manifest's End of Track is a few bytes on an open connection; 300 ms covers a loaded host.
+constexpr int kRelayLingerMs = 300;
+
 namespace asio = boost::asio;
 constexpr char kCmd[] = "publish";
 
@@ -323,10 +327,16 @@ class Run {
     if (server_) {
       server_->Shutdown(std::chrono::milliseconds(1000), [this] { io_.stop(); });
     } else if (client_) {
-      if (!client_->closed()) client_->Close(moqt::SessionError::kNoError, "done");
-      // Give the CONNECTION_CLOSE a moment to leave, then exit.
-      timer_.expires_after(std::chrono::milliseconds(50));
-      timer_.async_wait([this](const boost::system::error_code&) { io_.stop(); });
+      // The publication is final: End of Track on the manifest, so the relay keeps it whole
+      // for consumers that come after we leave. Give that a moment to reach the relay, then
+      // close, then give the CONNECTION_CLOSE a moment to leave.
+      if (pub_ && !pub_->closed() && pub_->segment_complete()) (void)pub_->Close();
+      timer_.expires_after(std::chrono::milliseconds(kRelayLingerMs));
+      timer_.async_wait([this](const boost::system::error_code&) {
+        if (!client_->closed()) client_->Close(moqt::SessionError::kNoError, "done");
+        timer_.expires_after(std::chrono::milliseconds(50));
+        timer_.async_wait([this](const boost::system::error_code&) { io_.stop(); });
+      });
     } else {
       io_.stop();
     }

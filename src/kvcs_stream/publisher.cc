@@ -89,7 +89,13 @@ Result<std::unique_ptr<Publisher>> Publisher::Create(moqt::TrackStore* store,
   return p;
 }
 
+Status Publisher::Close() {
+  if (closed()) return Bad(StreamError::kPublicationEnded, "the publication is already closed");
+  return manifest_track_->EndTrack();
+}
+
 Status Publisher::AddSegment(std::span<const uint32_t> tokens) {
+  if (closed()) return Bad(StreamError::kPublicationEnded, "the publication is closed");
   if (!segment_complete()) {
     return Bad(StreamError::kSegmentOpen, "segment " + std::to_string(segment()) +
                                               " has not completed (next layer " +
@@ -144,6 +150,7 @@ Status Publisher::StartSegment(std::span<const uint32_t> tokens) {
 
 Status Publisher::PublishBlock(uint32_t layer, uint64_t block, ByteSpan raw_k, ByteSpan raw_v) {
   const kvsp::Descriptor& d = config_.descriptor;
+  if (closed()) return Bad(StreamError::kPublicationEnded, "the publication is closed");
   if (segment_complete()) {
     return Bad(StreamError::kPublicationEnded,
                "segment " + std::to_string(segment()) + " is complete; AddSegment first");

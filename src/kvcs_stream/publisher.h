@@ -90,6 +90,13 @@ class Publisher {
   // block_tokens). REQUIRES the current segment complete. Publishes a manifest version.
   Status AddSegment(std::span<const uint32_t> tokens);
 
+  // The publication is final: ends the manifest track (End of Track after the last version), so
+  // a relay keeps the whole publication after this publisher leaves and late consumers still get
+  // the last version (their manifest fill starts one group below the track's end). Call before
+  // disconnecting; nothing can be published after it. kPublicationEnded when called twice.
+  Status Close();
+  bool closed() const { return manifest_track_ && manifest_track_->ended(); }
+
   // Encryption only: seals the objects published from now on under `key_id` (scope key rotation;
   // consumers need that epoch's secret). `secret` empty: a Key ID the keyring already holds.
   Status RotateKey(uint64_t key_id, ByteSpan secret = {});

@@ -27,7 +27,9 @@ struct Retrieval::Request : moqt::SubscribeVisitor, moqt::FetchVisitor {
   bool ended = false;
   bool got_object = false;
   std::optional<moqt::RequestError> error;
+  std::optional<moqt::Location> largest;  // SUBSCRIBE_OK's
 
+  void OnSubscribeOk(const moqt::SubscribeOkInfo& info) override { largest = info.largest; }
   void OnObject(const moqt::ReceivedObject& o) override {
     if (owner == nullptr || ended) return;
     if (kind == profile::TrackKind::kData) {
@@ -37,7 +39,15 @@ struct Retrieval::Request : moqt::SubscribeVisitor, moqt::FetchVisitor {
     }
   }
   void OnComplete(const moqt::SubscriptionDone& d) override {
-    if (owner != nullptr && !ended) owner->OnRequestEnded(*this, d.error);
+    if (owner == nullptr || ended) return;
+    // A closed publication's manifest track has ended: its End of Track sits in a group of its
+    // own, so the fill from the Largest Object's group found no version. FETCH the last one.
+    if (kind != profile::TrackKind::kData && !fetch && !d.error && d.track_ended && !got_object &&
+        largest && largest->group > 0) {
+      owner->FetchLastManifest(*this, largest->group - 1);
+      return;
+    }
+    owner->OnRequestEnded(*this, d.error);
   }
   void OnComplete(const moqt::FetchDone& d) override {
     if (owner != nullptr && !ended) owner->OnRequestEnded(*this, d.error);
@@ -62,6 +72,7 @@ Retrieval::~Retrieval() {
     Cancel(*r);
     r->owner = nullptr;
   }
+  for (auto& r : retired_) r->owner = nullptr;
 }
 
 Result<std::unique_ptr<Retrieval>> Retrieval::Start(moqt::MoqtSession* session,
@@ -106,6 +117,28 @@ Status Retrieval::SubscribeManifest(profile::TrackKind kind) {
   KVCS_ASSIGN_OR_RETURN(req->id, session_->Subscribe(req->name, o, req));
   requests_[req->name.name] = req;
   return Status::Ok();
+}
+
+void Retrieval::FetchLastManifest(Request& ended, uint64_t group) {
+  ended.ended = true;
+  auto req = std::make_shared<Request>();
+  req->owner = this;
+  req->kind = ended.kind;
+  req->name = ended.name;
+  req->fetch = true;
+  moqt::FetchOptions o;
+  o.range = moqt::LocationFilter{moqt::LocationFilterType::kAbsoluteStartGroupEnd, group, 0, 0};
+  o.subscriber_priority = options_.subscriber_priority;
+  auto id = session_->Fetch(req->name, o, req);
+  if (!id.ok()) {
+    OnRequestEnded(ended, std::nullopt);
+    return;
+  }
+  req->id = *id;
+  // `ended` is running its OnComplete: keep it alive until the Retrieval goes.
+  retired_.push_back(requests_[req->name.name]);
+  requests_[req->name.name] = req;
+  CheckDone();
 }
 
 Status Retrieval::RequestSegment(const NeededSegment& s) {

@@ -93,6 +93,8 @@ class Retrieval {
   void OnManifestObject(Request& r, const moqt::ReceivedObject& o);
   void OnDataObject(Request& r, const moqt::ReceivedObject& o);
   void OnRequestEnded(Request& r, const std::optional<moqt::RequestError>& error);
+  // The manifest track ended before any version reached us: FETCH group `group`'s version.
+  void FetchLastManifest(Request& ended, uint64_t group);
 
  private:
   Retrieval(moqt::MoqtSession* session, RetrievalOptions options, LayerCallback on_layer,
@@ -115,6 +117,7 @@ class Retrieval {
   std::function<uint64_t()> clock_ms_;
   uint64_t deadline_ms_ = 0;
   std::map<std::string, std::shared_ptr<Request>> requests_;  // by track name
+  std::vector<std::shared_ptr<Request>> retired_;             // replaced while running
   std::set<uint32_t> requested_segments_;
   bool done_ = false;
   RetrievalReport report_;

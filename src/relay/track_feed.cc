@@ -125,6 +125,12 @@ void TrackFeed::OnComplete(const moqt::SubscriptionDone& done) {
     Finish(true, moqt::PublishDoneCode::kTrackEnded, "");
     return;
   }
+  if (EndedAndKnown()) {
+    // End of Track arrived and everything before it: complete, whatever happened to the
+    // session after (a publisher that closed right after its last object).
+    Finish(true, moqt::PublishDoneCode::kTrackEnded, "");
+    return;
+  }
   std::string why =
       done.session_closed ? "the upstream session ended" : "the upstream subscription ended early";
   if (!done.reason.empty()) why += ": " + done.reason;
@@ -135,9 +141,18 @@ void TrackFeed::OnComplete(const moqt::SubscriptionDone& done) {
          why);
 }
 
+bool TrackFeed::EndedAndKnown() const {
+  return answered_ && track_->ended() && fill_done_ &&
+         track_->KnownThrough(*track_->end_of_track());
+}
+
 void TrackFeed::Abandon(moqt::RequestErrorCode code, const std::string& reason) {
   if (ended_) return;
   auto self = shared_from_this();
+  if (EndedAndKnown()) {
+    Finish(true, moqt::PublishDoneCode::kTrackEnded, "");
+    return;
+  }
   RefuseAll(code, reason);
   Finish(false, moqt::PublishDoneCode::kInternalError, reason);
 }

@@ -64,6 +64,9 @@ class TrackFeed : public moqt::SubscribeVisitor, public std::enable_shared_from_
   void Wake();
   void Advance();
   void Finish(bool complete, moqt::PublishDoneCode code, const std::string& reason);
+  // End of Track and everything before it arrived: the track is whole even if the upstream
+  // session ends before PUBLISH_DONE.
+  bool EndedAndKnown() const;
   void RefuseAll(moqt::RequestErrorCode code, const std::string& reason);
 
   Relay* relay_;

@@ -240,11 +240,36 @@ TEST_F(KvcsRelayE2E, CompletedLayerRangeWithTheFirstBlocks) {
   EXPECT_EQ(got.pairs.begin()->first, (std::pair<uint64_t, uint32_t>{0, 4}));
 }
 
-// KNOWN GAP (reported, not fixed here): the publisher never ends its manifest track (a joiner's
-// fill Relative Start 1 must find the newest version), so when its session closes the relay's
-// copy of manifest.cose fails and is dropped (relay.md: a failed upstream fails the track) while
-// the ended data tracks stay cached. A consumer after the publisher left is refused at once
-// (no manifest) and told to recompute everything; it does not wait for its bound.
+// A publisher that closes its publication (Publisher::Close: End of Track on the manifest) and
+// leaves: the relay keeps every track whole, and a consumer after it is served everything.
+TEST_F(KvcsRelayE2E, AClosedPublicationIsServedWholeAfterThePublisherLeft) {
+  const size_t r = StartRelay();
+  Announcer* a = Announce(r);
+  Produce(d_.layers);
+  Got first, late;
+  auto r1 = Start(Connect(RelayPort(r)), Options(RetrievalMode::kCompleted, tokens_), &first);
+  ASSERT_TRUE(RunUntil([&] { return first.report.has_value(); }));
+  ExpectEverythingOnce(first);
+  ASSERT_TRUE(pub_->Close().ok());
+  EXPECT_FALSE(pub_->Close().ok());
+  const moqt::FullTrackName manifest{pub_->track_namespace(),
+                                     std::string(profile::kManifestCoseTrack)};
+  ASSERT_TRUE(RunUntil([&] {
+    auto t = relays_[r]->relay().FindTrack(manifest);
+    return t && t->ended() && !t->filling();
+  }));
+  a->client->Close(moqt::SessionError::kNoError, "publisher gone");
+  ASSERT_TRUE(RunUntil([&] { return a->client->closed(); }));
+  auto r2 = Start(Connect(RelayPort(r)), Options(RetrievalMode::kCompleted, tokens_), &late);
+  ASSERT_TRUE(RunUntil([&] { return late.report.has_value(); }, [&] { r2->OnTimer(); }));
+  for (const auto& f : late.report->refusals) ADD_FAILURE() << f.status.ToString();
+  ExpectEverythingOnce(late);
+}
+
+// A publisher that leaves without closing (a crash, a lost link): the manifest never ended, so
+// the relay cannot know it is final and drops it (relay.md: a failed upstream fails the track).
+// A consumer after it is refused at once (no manifest) and told to recompute everything; it
+// does not wait for its bound.
 TEST_F(KvcsRelayE2E, AfterThePublisherLeftTheRelayHasNoManifestAndSaysSoAtOnce) {
   const size_t r = StartRelay();
   Announcer* a = Announce(r);
