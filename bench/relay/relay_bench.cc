@@ -30,6 +30,7 @@
 #include <malloc.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cstdio>
 #include <cstring>
@@ -76,6 +77,7 @@ TrackNamespace RunNamespace(const std::string& run) { return TrackNamespace{{"be
 struct Counter : SubscribeVisitor {
   void OnObject(const ReceivedObject& o) override {
     if (o.status != ObjectStatus::kNormal) return;
+    if (objects == 0) first_at = Now();
     ++objects;
     bytes += o.payload.size();
   }
@@ -84,6 +86,7 @@ struct Counter : SubscribeVisitor {
     failed = d.error.has_value() || d.session_closed || (d.status && !d.track_ended);
   }
   uint64_t objects = 0, bytes = 0;
+  double first_at = 0;
   bool done = false, failed = false;
 };
 
@@ -130,6 +133,7 @@ std::unique_ptr<MoqtClient> Connect(asio::io_context& io, uint16_t port) {
 
 struct Delivery {
   double secs = 0, relay_cpu = 0, sub_cpu = 0, pub_cpu = 0;
+  double first_object_s = 0;  // from the first SUBSCRIBE to the first object received
   uint64_t bytes = 0, bytes_in = 0;
   bool ok = false;
 };
@@ -180,7 +184,9 @@ Delivery Deliver(uint16_t port, const TrackNamespace& ns, size_t n, uint64_t obj
   d.sub_cpu = ThreadCpu() - cpu0;
   d.relay_cpu = relay.cpu() - rcpu0;
   d.pub_cpu = pub.cpu() - pcpu0;
+  d.first_object_s = d.secs;
   for (auto& k : counters) {
+    if (k->objects > 0) d.first_object_s = std::min(d.first_object_s, k->first_at - t0);
     d.bytes += k->bytes;
     if (k->objects != objects_per_track) d.ok = false;
   }
@@ -338,21 +344,23 @@ int main(int argc, char** argv) {
         per_core * 8 / 1e9, raw_per_core > 0 ? per_core / raw_per_core : 0, r.secs, r.sub_cpu,
         r.pub_cpu, r.ok ? "" : "  (INCOMPLETE)");
   }
-  const double cached_gb = payload / 1e9;
   auto beyond = [&](uint64_t before, uint64_t after) {
     return (static_cast<double>(after) - before - payload) / payload * 100;
   };
+  auto mb = [&](uint64_t before, uint64_t after) {
+    return (static_cast<double>(after) - before - payload) / 1e6;
+  };
   printf(
       "memory beyond the cached payload (%.0f MiB cached), per cached GB: budget charge %.2f %% "
-      "(%.1f MB/GB); allocator in use %.2f %%; RSS %.2f %% (aim <= 3 %%; allocator and RSS: the "
-      "whole process)\n",
-      payload / 1048576.0, beyond(budget0, budget1),
-      (static_cast<double>(budget1) - budget0 - payload) / 1e6 / cached_gb, beyond(heap0, heap1),
-      beyond(rss0, rss1));
+      "(%+.1f MB); allocator in use %.2f %% (%+.1f MB); RSS %.2f %% (%+.1f MB) (aim <= 3 %%; "
+      "allocator and RSS: the whole process, fixed costs included)\n",
+      payload / 1048576.0, beyond(budget0, budget1), mb(budget0, budget1), beyond(heap0, heap1),
+      mb(heap0, heap1), beyond(rss0, rss1), mb(rss0, rss1));
   printf(
       "late subscriber (publisher gone, from the relay's cache) %.2f s  vs  directly from the "
-      "publisher %.2f s  (ratio %.2f)%s\n",
+      "publisher %.2f s  (ratio %.2f; first object after %.0f ms vs %.0f ms)%s\n",
       late.secs, direct.secs, direct.secs > 0 ? late.secs / direct.secs : 0,
+      late.first_object_s * 1e3, direct.first_object_s * 1e3,
       late.ok && direct.ok ? "" : "  (INCOMPLETE)");
   printf("loadavg after %s (2 shared cores; other engineers may be compiling)\n",
          LoadAvg().c_str());
