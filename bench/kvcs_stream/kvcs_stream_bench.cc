@@ -23,6 +23,7 @@
 #include <string>
 #include <thread>
 
+#include "bench/support/bench_util.h"
 #include "common/asio.h"
 #include "common/crypto.h"
 #include "kvcs_stream/publisher.h"
@@ -32,25 +33,11 @@
 
 namespace asio = boost::asio;
 using namespace kvcs;
+using namespace kvcs::bench;
 
 namespace {
 
-double ThreadCpuOf(clockid_t id) {
-  timespec ts{};
-  clock_gettime(id, &ts);
-  return ts.tv_sec + ts.tv_nsec / 1e9;
-}
-double ThreadCpu() { return ThreadCpuOf(CLOCK_THREAD_CPUTIME_ID); }
-double Now() {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
-}
 uint64_t NowMs() { return static_cast<uint64_t>(Now() * 1e3); }
-std::string LoadAvg() {
-  std::ifstream f("/proc/loadavg");
-  std::string a, b, c;
-  f >> a >> b >> c;
-  return a + " " + b + " " + c;
-}
 
 struct Run {
   double secs = 0, cpu = 0, server_cpu = 0;
@@ -108,17 +95,6 @@ struct Counter : moqt::SubscribeVisitor {
   }
   void OnComplete(const moqt::SubscriptionDone&) override { done = true; }
 };
-
-template <typename Pred>
-bool RunUntil(asio::io_context& io, Pred pred, double secs) {
-  const double end = Now() + secs;
-  while (!pred()) {
-    if (Now() > end) return false;
-    io.run_one_for(std::chrono::milliseconds(5));
-    if (io.stopped()) io.restart();
-  }
-  return true;
-}
 
 std::unique_ptr<moqt::MoqtClient> Connect(asio::io_context& io, uint16_t port) {
   moqt::MoqtClientConfig cc;

@@ -15,52 +15,25 @@
 //
 //   kvcs_moqt_bench [--mib N] [--small-objects N]
 // Defaults: 256 MiB per goodput run, 100000 objects of 1 KiB; well under 30 s on 2 cores.
-#include <pthread.h>
-#include <time.h>
-
 #include <atomic>
 #include <cstdio>
 #include <cstring>
-#include <filesystem>
-#include <fstream>
 #include <functional>
-#include <future>
 #include <optional>
 #include <string>
-#include <thread>
 
+#include "bench/support/bench_util.h"
+#include "bench/support/raw_quic_stream.h"
 #include "common/asio.h"
 #include "moqt_endpoint/moqt_endpoint.h"
 #include "moqt_session/moqt_track_store.h"
-#include "quic/client.h"
-#include "quic/server.h"
-#include "quic/tls.h"
 
 namespace asio = boost::asio;
 using namespace kvcs;
 using namespace kvcs::moqt;
-using transport::CloseInfo;
-using transport::ErrorCode;
-using transport::Stream;
-using transport::StreamVisitor;
+using namespace kvcs::bench;
 
 namespace {
-
-double ThreadCpuOf(clockid_t id) {
-  timespec ts{};
-  clock_gettime(id, &ts);
-  return ts.tv_sec + ts.tv_nsec / 1e9;
-}
-double ThreadCpu() { return ThreadCpuOf(CLOCK_THREAD_CPUTIME_ID); }
-std::string LoadAvg() {
-  std::ifstream f("/proc/loadavg");
-  std::string a, b, c;
-  f >> a >> b >> c;
-  return a + " " + b + " " + c;
-}
-double Now() {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
-}
 
 struct Run {
   double secs = 0;
@@ -70,199 +43,23 @@ struct Run {
   bool ok = false;
 };
 
-// The server side: its own thread and io_context. Both servers live here.
-class ServerThread {
- public:
-  ServerThread() : work_(io.get_executor()) {
-    th_ = std::thread([this] { io.run(); });
-    pthread_getcpuclockid(th_.native_handle(), &cpu_clock_);
-  }
+// The server side: its own thread and io_context (the raw QUIC baseline runs there too).
+struct ServerThread : BenchThread {
   ~ServerThread() {
-    Call([this] {
-      moqt.reset();
-      raw.reset();
-      raw_visitors.clear();
-    });
-    work_.reset();
-    th_.join();
+    Call([this] { moqt.reset(); });
   }
-  // Runs fn on the server thread and waits for it.
-  template <typename F>
-  void Call(F fn) {
-    std::promise<void> p;
-    asio::post(io, [&] {
-      fn();
-      p.set_value();
-    });
-    p.get_future().wait();
-  }
-  double cpu() const { return ThreadCpuOf(cpu_clock_); }
-
-  asio::io_context io;
   TrackStore store;
   std::unique_ptr<MoqtServer> moqt;
-  std::unique_ptr<quic::QuicServer> raw;
-  std::vector<std::unique_ptr<transport::SessionVisitor>> raw_visitors;
-
- private:
-  asio::executor_work_guard<asio::io_context::executor_type> work_;
-  std::thread th_;
-  clockid_t cpu_clock_{};
 };
-
-// ------------------------------------------------------------------------------ raw QUIC
-// Server: a bidi stream carries a u64 byte count; the server answers with that many bytes + FIN.
-class RawSendStream : public StreamVisitor {
- public:
-  explicit RawSendStream(Stream* s) : s_(s), buf_(256 << 10, 0x5a) {}
-  void OnCanRead() override {
-    uint8_t b[8];
-    while (got_ < 8) {
-      auto r = s_->Read({b, 8 - got_});
-      if (r.bytes_read == 0) return;
-      for (size_t i = 0; i < r.bytes_read; ++i) left_ = left_ << 8 | b[i];
-      got_ += r.bytes_read;
-    }
-    OnCanWrite();
-  }
-  void OnCanWrite() override {
-    while (got_ == 8 && left_ > 0 && s_->CanWrite()) {
-      size_t n = std::min<uint64_t>(left_, buf_.size());
-      left_ -= n;
-      (void)s_->Write(ByteSpan(buf_.data(), n), left_ == 0);
-    }
-  }
-  void OnResetStreamReceived(ErrorCode) override {}
-  void OnStopSendingReceived(ErrorCode) override {}
-
- private:
-  Stream* s_;
-  std::vector<uint8_t> buf_;
-  size_t got_ = 0;
-  uint64_t left_ = 0;
-};
-
-class RawServerSession : public transport::SessionVisitor {
- public:
-  explicit RawServerSession(transport::Session* s) : s_(s) {}
-  void OnSessionReady() override {}
-  void OnSessionClosed(const CloseInfo&) override {}
-  void OnIncomingBidirectionalStreamAvailable() override {
-    while (Stream* st = s_->AcceptIncomingBidirectionalStream()) {
-      st->SetVisitor(std::make_unique<RawSendStream>(st));
-      st->visitor()->OnCanRead();
-    }
-  }
-  void OnIncomingUnidirectionalStreamAvailable() override {}
-  void OnDatagramReceived(ByteSpan) override {}
-  void OnCanCreateNewOutgoingBidirectionalStream() override {}
-  void OnCanCreateNewOutgoingUnidirectionalStream() override {}
-
- private:
-  transport::Session* s_;
-};
-
-class RawClient : public transport::SessionVisitor, public StreamVisitor {
- public:
-  void OnSessionReady() override { ready = true; }
-  void OnSessionClosed(const CloseInfo& i) override {
-    closed = true;
-    if (!done) fprintf(stderr, "raw session closed: %s\n", i.ToString().c_str());
-  }
-  void OnIncomingBidirectionalStreamAvailable() override {}
-  void OnIncomingUnidirectionalStreamAvailable() override {}
-  void OnDatagramReceived(ByteSpan) override {}
-  void OnCanCreateNewOutgoingBidirectionalStream() override {}
-  void OnCanCreateNewOutgoingUnidirectionalStream() override {}
-  void OnCanRead() override {
-    for (;;) {
-      auto p = s->PeekReadable();
-      if (p.data.empty() && !p.fin) return;
-      bytes += p.data.size();
-      if (s->Consume(p.data.size())) {
-        done = true;
-        return;
-      }
-    }
-  }
-  void OnCanWrite() override {}
-  void OnResetStreamReceived(ErrorCode) override { done = true; }
-  void OnStopSendingReceived(ErrorCode) override {}
-  Stream* s = nullptr;
-  bool ready = false, closed = false, done = false;
-  uint64_t bytes = 0;
-};
-
-class Forward : public StreamVisitor {
- public:
-  explicit Forward(RawClient* c) : c_(c) {}
-  void OnCanRead() override { c_->OnCanRead(); }
-  void OnCanWrite() override {}
-  void OnResetStreamReceived(ErrorCode e) override { c_->OnResetStreamReceived(e); }
-  void OnStopSendingReceived(ErrorCode) override {}
-  void OnStreamClosed() override { c_->s = nullptr; }
-
- private:
-  RawClient* c_;
-};
-
-bool RunUntil(asio::io_context& io, const std::function<bool()>& pred, double budget_s) {
-  double deadline = Now() + budget_s;
-  while (!pred()) {
-    if (Now() > deadline) return false;
-    io.run_one_for(std::chrono::milliseconds(50));
-    if (io.stopped()) io.restart();
-  }
-  return true;
-}
 
 Run RunRaw(ServerThread& srv, const std::string& cert, const std::string& key, uint64_t total) {
+  RawStreamRun r = RunRawQuicStream(srv, cert, key, total);
   Run res;
-  srv.Call([&] {
-    quic::ServerConfig cfg;
-    cfg.alpns = {"kvcs-bench"};
-    cfg.cert_file = cert;
-    cfg.key_file = key;
-    cfg.on_session = [&srv](transport::Session& s) {
-      auto v = std::make_unique<RawServerSession>(&s);
-      s.SetVisitor(v.get());
-      srv.raw_visitors.push_back(std::move(v));
-    };
-    auto s = quic::QuicServer::Create(srv.io, cfg);
-    if (s.ok()) srv.raw = std::move(*s);
-  });
-  if (!srv.raw) return res;
-  asio::io_context io;
-  RawClient c;
-  quic::ClientConfig cc;
-  cc.port = srv.raw->port();
-  cc.alpns = {"kvcs-bench"};
-  cc.insecure = true;
-  auto cs = quic::QuicClientSession::Connect(io, cc, &c);
-  if (!cs.ok() ||
-      !RunUntil(
-          io, [&] { return c.ready || c.closed; }, 10) ||
-      !c.ready)
-    return res;
-  double cpu0 = ThreadCpu(), scpu0 = srv.cpu(), t0 = Now();
-  c.s = (*cs)->OpenOutgoingBidirectionalStream();
-  c.s->SetVisitor(std::make_unique<Forward>(&c));
-  uint8_t req[8];
-  StoreBe64(req, total);
-  (void)c.s->Write(ByteSpan(req, 8), true);
-  res.ok = RunUntil(
-               io, [&] { return c.done || c.closed; }, 120) &&
-           c.done;
-  res.secs = Now() - t0;
-  res.client_cpu = ThreadCpu() - cpu0;
-  res.server_cpu = srv.cpu() - scpu0;
-  res.bytes = c.bytes;
-  res.ok = res.ok && c.bytes == total;
-  cs->reset();
-  srv.Call([&] {
-    srv.raw.reset();
-    srv.raw_visitors.clear();
-  });
+  res.secs = r.secs;
+  res.bytes = r.bytes;
+  res.client_cpu = r.client_cpu;
+  res.server_cpu = r.server_cpu;
+  res.ok = r.ok;
   return res;
 }
 
@@ -439,14 +236,10 @@ int main(int argc, char** argv) {
     if (!strcmp(argv[i], "--mib")) mib = std::stoull(argv[i + 1]);
     if (!strcmp(argv[i], "--small-objects")) small = std::stoull(argv[i + 1]);
   }
-  auto pem = quic::GenerateSelfSignedCert("localhost");
-  if (!pem.ok()) return 1;
-  auto dir =
-      std::filesystem::temp_directory_path() / ("kvcs_moqt_bench_" + std::to_string(getpid()));
-  std::filesystem::create_directories(dir);
-  std::string cert = (dir / "cert.pem").string(), key = (dir / "key.pem").string();
-  std::ofstream(cert) << pem->cert_pem;
-  std::ofstream(key) << pem->key_pem;
+  TempCert tc("kvcs_moqt_bench");
+  if (!tc.ok) return 1;
+  const std::string& cert = tc.cert;
+  const std::string& key = tc.key;
 
   printf("kvcs_moqt_bench: %llu MiB per goodput run, %llu x 1 KiB objects; loadavg before %s\n",
          static_cast<unsigned long long>(mib), static_cast<unsigned long long>(small),
@@ -474,6 +267,5 @@ int main(int argc, char** argv) {
          tiny.objects / tiny.secs);
   printf("loadavg after %s (2 shared cores; other engineers may be compiling)\n",
          LoadAvg().c_str());
-  std::filesystem::remove_all(dir);
   return raw.ok && big.ok && tiny.ok ? 0 : 1;
 }
