@@ -413,6 +413,26 @@ class KvcsSecureE2E : public KvcsStreamE2E,
     });
     return objects;
   }
+  // A live consumer (it subscribes to the data tracks too; a completed one stops at the manifest)
+  // holding another scope's key, on `port` (0: the publisher), opens nothing.
+  void ExpectAnotherScopeOpensNothing(uint16_t port) {
+    secure::ScopeKeyring other;
+    ASSERT_TRUE(other.Add(0, Bytes(32, 0xEE)).ok());
+    Got got;
+    auto r = Start(RetrievalMode::kLive, &got, tokens_, Keys(other, 2500), port);
+    ASSERT_TRUE(RunUntil([&] {
+      r->OnTimer();
+      return got.report.has_value();
+    }));
+    EXPECT_TRUE(got.layers.empty());
+    EXPECT_EQ(got.report->recompute_count(), 12u * d_.layers);
+    ASSERT_FALSE(got.report->refusals.empty());
+    for (const Refusal& f : got.report->refusals) {
+      EXPECT_TRUE(f.status.Is(StreamError::kUndecryptable)) << f.status.ToString();
+    }
+    // Every data object and the manifest version, each once (only the first 64 kept in full).
+    EXPECT_GE(got.report->refusals_total, 2u * 12 * d_.layers + 1);
+  }
   static bool Refused(const RetrievalReport& r, StreamError e, const std::string& track,
                       moqt::Location loc) {
     for (const Refusal& f : r.refusals) {
@@ -454,22 +474,7 @@ TEST_P(KvcsSecureE2E, StoredPayloadsHoldNoPlaintext) {
 
 TEST_P(KvcsSecureE2E, AnotherScopeCannotDecrypt) {
   Produce(d_.layers);
-  secure::ScopeKeyring other;
-  ASSERT_TRUE(other.Add(0, Bytes(32, 0xEE)).ok());
-  Got got;
-  auto r = Start(RetrievalMode::kLive, &got, tokens_, Keys(other, 2500));
-  ASSERT_TRUE(RunUntil([&] {
-    r->OnTimer();
-    return got.report.has_value();
-  }));
-  EXPECT_TRUE(got.layers.empty());
-  EXPECT_EQ(got.report->recompute_count(), 12u * d_.layers);
-  ASSERT_FALSE(got.report->refusals.empty());
-  for (const Refusal& f : got.report->refusals) {
-    EXPECT_TRUE(f.status.Is(StreamError::kUndecryptable)) << f.status.ToString();
-  }
-  // Every data object and the manifest version, each once (only the first 64 are kept in full).
-  EXPECT_GE(got.report->refusals_total, 2u * 12 * d_.layers + 1);
+  ExpectAnotherScopeOpensNothing(/*port=*/0);
 }
 
 TEST_P(KvcsSecureE2E, ATamperingRelayIsCaughtEveryTimeAndAnotherSourceRecovers) {
@@ -505,7 +510,8 @@ TEST_P(KvcsSecureE2E, ATamperingRelayIsCaughtEveryTimeAndAnotherSourceRecovers) 
               BlockSource::kRecompute);
   }
   EXPECT_EQ(got.report->refusals_total, 4u);
-  EXPECT_EQ(got.report->at(0, 4).source, BlockSource::kMoqtFetch);  // an untouched layer (completed: FETCH)
+  EXPECT_EQ(got.report->at(0, 4).source,
+            BlockSource::kMoqtFetch);  // an untouched layer (completed: FETCH)
   // Another source (the publisher itself) delivers everything.
   Got again;
   auto r2 = Start(RetrievalMode::kCompleted, &again, tokens_, Keys(ScopeKeys()));
@@ -549,14 +555,13 @@ TEST_P(KvcsSecureE2E, RotationMidProductionAndAnUnknownKeyId) {
   EXPECT_TRUE(named);
 }
 
-INSTANTIATE_TEST_SUITE_P(Suites, KvcsSecureE2E,
-                         ::testing::Values(secure::CipherSuite::kAes128GcmSha256,
-                                           secure::CipherSuite::kAes256GcmSha512),
-                         [](const auto& info) {
-                           return std::string(info.param == secure::CipherSuite::kAes128GcmSha256
-                                                  ? "Aes128Gcm"
-                                                  : "Aes256Gcm");
-                         });
+const auto kAllSuites =
+    ::testing::Values(secure::CipherSuite::kAes128GcmSha256, secure::CipherSuite::kAes256GcmSha512);
+std::string SuiteName(const ::testing::TestParamInfo<secure::CipherSuite>& info) {
+  return info.param == secure::CipherSuite::kAes128GcmSha256 ? "Aes128Gcm" : "Aes256Gcm";
+}
+
+INSTANTIATE_TEST_SUITE_P(Suites, KvcsSecureE2E, kAllSuites, SuiteName);
 
 // ------------------------------------------------- secure objects through a real relay
 
@@ -632,23 +637,8 @@ TEST_P(KvcsSecureRelayE2E, TheRelayCachesFansOutAndServesOnlyCiphertext) {
   EXPECT_EQ(tracks, TrackNames().size());
   EXPECT_EQ(objects, 2u * d_.layers * 12 + pub_->manifest_versions());
   EXPECT_GT(chunks, 1000u);
-  // A consumer of another scope, through the same relay and its cache: nothing opens (live:
-  // it subscribes to the data tracks too; a completed retrieval stops at the manifest).
-  secure::ScopeKeyring other;
-  ASSERT_TRUE(other.Add(0, Bytes(32, 0xEE)).ok());
-  Got stranger;
-  auto r4 = Start(RetrievalMode::kLive, &stranger, tokens_, Keys(other, 2500), relay_port());
-  ASSERT_TRUE(RunUntil([&] {
-    r4->OnTimer();
-    return stranger.report.has_value();
-  }));
-  EXPECT_TRUE(stranger.layers.empty());
-  EXPECT_EQ(stranger.report->recompute_count(), 12u * d_.layers);
-  ASSERT_FALSE(stranger.report->refusals.empty());
-  for (const Refusal& f : stranger.report->refusals) {
-    EXPECT_TRUE(f.status.Is(StreamError::kUndecryptable)) << f.status.ToString();
-  }
-  EXPECT_GE(stranger.report->refusals_total, 2u * 12 * d_.layers + 1);
+  // A consumer of another scope, through the same relay and its cache: nothing opens.
+  ExpectAnotherScopeOpensNothing(relay_port());
   EXPECT_EQ(relay().metrics().upstream_requests.load(), TrackNames().size());  // from the cache
 }
 
@@ -738,14 +728,7 @@ TEST_P(KvcsSecureRelayE2E, ATamperingRelayIsCaughtEveryTimeAndThePublisherRecove
   EXPECT_EQ(tamperer.altered(), altered.size());  // one copy, served twice
 }
 
-INSTANTIATE_TEST_SUITE_P(Suites, KvcsSecureRelayE2E,
-                         ::testing::Values(secure::CipherSuite::kAes128GcmSha256,
-                                           secure::CipherSuite::kAes256GcmSha512),
-                         [](const auto& info) {
-                           return std::string(info.param == secure::CipherSuite::kAes128GcmSha256
-                                                  ? "Aes128Gcm"
-                                                  : "Aes256Gcm");
-                         });
+INSTANTIATE_TEST_SUITE_P(Suites, KvcsSecureRelayE2E, kAllSuites, SuiteName);
 
 }  // namespace
 }  // namespace kvcs::stream
