@@ -10,6 +10,7 @@
 #define KVCS_RELAY_RELAY_CACHE_H_
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <string>
@@ -55,6 +56,12 @@ class RelayCache {
   const std::shared_ptr<moqt::ByteBudget>& budget() const { return budget_; }
   uint64_t evictions() const { return evictions_; }
   uint64_t evicted_bytes() const { return evicted_bytes_; }
+  // Every cached track, read-only (inspection: tests, diagnostics); no use is recorded.
+  void ForEachTrack(const std::function<void(const moqt::Track&)>& f) const {
+    for (const auto& [ns, p] : pubs_) {
+      for (const auto& [name, t] : p.tracks) f(*t);
+    }
+  }
 
  private:
   struct Publication {

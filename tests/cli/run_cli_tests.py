@@ -477,6 +477,15 @@ def test_demo_small(d):
     run("demo", "--tokens", 10**9, "--no-store", ok=False)
 
 
+def test_demo_encrypt_relay_holds_only_ciphertext(d):
+    p = run("demo", "--tokens", 16, "--no-store", "--no-moqt", "--encrypt")
+    for s in ("secure relay (MOQT secure objects, aes-128-gcm",
+              "1025 of 1025 objects decrypted, every block and layer verified",
+              "found (ciphertext only)", "0 blocks x layers delivered, 1025 objects discarded"):
+        check(s in p.stdout, f"demo --encrypt output lacks {s}:\n{p.stdout}")
+    check(", 0 found" in p.stdout, p.stdout)
+
+
 
 # ------------------------------------------------------------------------------------------------
 # kvcs moq-pub / moq-sub over 127.0.0.1 (MOQT draft-22 over real QUIC).

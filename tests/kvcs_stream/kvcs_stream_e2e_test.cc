@@ -15,10 +15,13 @@
 #include "kvcs_stream/discovery.h"
 #include "kvcs_stream/encoding_choice.h"
 #include "kvcs_stream/publisher.h"
+#include "kvcs_stream/recovery.h"
 #include "kvcs_stream/retrieval.h"
 #include "kvcs_stream/test_tools/test_cache.h"
 #include "moqt_endpoint/moqt_endpoint.h"
 #include "quic/tls.h"
+#include "relay/relay_server.h"
+#include "relay/test_tools/tampering_source.h"
 #include "secure_objects/secure_object.h"
 #include "secure_objects/track_crypto.h"
 
@@ -28,7 +31,8 @@ namespace {
 namespace asio = boost::asio;
 
 struct Got {
-  std::map<std::pair<uint32_t, uint32_t>, int> layers;
+  std::map<std::pair<uint32_t, uint32_t>, int> layers;  // (segment, layer) callbacks
+  std::map<std::pair<uint64_t, uint32_t>, int> pairs;   // (block, layer) delivered
   int mismatches = 0;
   std::optional<RetrievalReport> report;
 };
@@ -72,7 +76,7 @@ class KvcsStreamE2E : public ::testing::Test {
     ASSERT_NE(server_, nullptr);
   }
   // A MoqtServer on 127.0.0.1 (any port) serving `store`.
-  std::unique_ptr<moqt::MoqtServer> Serve(moqt::TrackStore* store) {
+  std::unique_ptr<moqt::MoqtServer> Serve(moqt::TrackSource* store) {
     moqt::MoqtServerConfig sc;
     sc.quic.host = "127.0.0.1";
     sc.quic.cert_file = cert_;
@@ -100,15 +104,15 @@ class KvcsStreamE2E : public ::testing::Test {
     io_.poll();
     if (io_.stopped()) io_.restart();
   }
-  // `port` 0: the publisher's server.
-  moqt::MoqtClient* Connect(uint16_t port = 0) {
+  // `port` 0: the publisher's server. `source`: what this side publishes on the session.
+  moqt::MoqtClient* Connect(uint16_t port = 0, moqt::TrackSource* source = nullptr) {
     moqt::MoqtClientConfig c;
     c.quic.host = "127.0.0.1";
     c.quic.port = port != 0 ? port : server_->port();
     c.quic.server_name = "localhost";
     c.quic.ca_file = cert_;
     c.session.path = "/kvcs";
-    auto cl = moqt::MoqtClient::Connect(io_, c, nullptr);
+    auto cl = moqt::MoqtClient::Connect(io_, c, nullptr, source);
     EXPECT_TRUE(cl.ok()) << cl.status().ToString();
     moqt::MoqtClient* raw = cl->get();
     clients_.push_back(std::move(*cl));
@@ -116,9 +120,8 @@ class KvcsStreamE2E : public ::testing::Test {
     EXPECT_TRUE(raw->setup_complete());
     return raw;
   }
-  std::unique_ptr<Retrieval> Start(RetrievalMode mode, Got* got, std::span<const uint32_t> tokens,
-                                   std::function<void(RetrievalOptions&)> tweak = {},
-                                   uint16_t port = 0) {
+  RetrievalOptions Options(RetrievalMode mode, std::span<const uint32_t> tokens,
+                           const std::function<void(RetrievalOptions&)>& tweak) {
     RetrievalOptions o;
     o.mode = mode;
     o.verifier.identity = *CacheIdentity::Compute(d_, scope_, tokens);
@@ -126,21 +129,28 @@ class KvcsStreamE2E : public ::testing::Test {
     o.verifier.keys = &keys_;
     o.compute_ns_per_token_layer = 20'000'000;  // a generous bound for a loaded machine
     if (tweak) tweak(o);
-    moqt::MoqtClient* c = Connect(port);
+    return o;
+  }
+  // Counts what is delivered into `got` and compares it with the published cache.
+  LayerCallback Record(Got* got) const {
     const kvsp::Descriptor d = d_;
+    return [got, d](const VerifiedLayer& l) {
+      got->layers[{l.segment, l.layer}]++;
+      for (size_t i = 0; i < l.k.size(); ++i) {
+        got->pairs[{l.first_block + i, l.layer}]++;
+        if (Bytes(l.k[i].begin(), l.k[i].end()) != test::LayerK(d, l.layer, l.first_block + i, 1) ||
+            Bytes(l.v[i].begin(), l.v[i].end()) != test::LayerV(d, l.layer, l.first_block + i, 1)) {
+          got->mismatches++;
+        }
+      }
+    };
+  }
+  std::unique_ptr<Retrieval> Start(RetrievalMode mode, Got* got, std::span<const uint32_t> tokens,
+                                   std::function<void(RetrievalOptions&)> tweak = {},
+                                   uint16_t port = 0) {
+    moqt::MoqtClient* c = Connect(port);
     auto r = Retrieval::Start(
-        &c->session(), o,
-        [got, d](const VerifiedLayer& l) {
-          got->layers[{l.segment, l.layer}]++;
-          for (size_t i = 0; i < l.k.size(); ++i) {
-            if (Bytes(l.k[i].begin(), l.k[i].end()) !=
-                    test::LayerK(d, l.layer, l.first_block + i, 1) ||
-                Bytes(l.v[i].begin(), l.v[i].end()) !=
-                    test::LayerV(d, l.layer, l.first_block + i, 1)) {
-              got->mismatches++;
-            }
-          }
-        },
+        &c->session(), Options(mode, tokens, tweak), Record(got),
         [got](const RetrievalReport& rep) { got->report = rep; },
         [] {
           return static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::milliseconds>(
@@ -374,6 +384,55 @@ class KvcsSecureE2E : public KvcsStreamE2E,
     relay_server_ = Serve(&relay_store_);
     return relay_server_ ? relay_server_->port() : 0;
   }
+  // Searches every Normal object of `t` (a KVCS track of this publication) for plaintext: no
+  // "KVO1" header, no manifest JSON keys, no 16-byte chunk of the object's KV Data (counted in
+  // *chunks). Returns the Normal objects searched.
+  size_t ExpectNoPlaintext(const moqt::Track& t, size_t* chunks) {
+    const std::string& name = t.name().name;
+    size_t objects = 0;
+    ForEachObject(t, [&](const moqt::PublishedObject& o) {
+      if (o.status != moqt::ObjectStatus::kNormal) return;
+      ++objects;
+      ASSERT_EQ(o.properties.size(), 1u);  // the Immutable Properties with the Key ID
+      const Bytes& ct = *o.payload;
+      auto has = [&](ByteSpan needle) {
+        return std::search(ct.begin(), ct.end(), needle.begin(), needle.end()) != ct.end();
+      };
+      EXPECT_FALSE(has(AsBytes(std::string_view("KVO1"))));
+      if (name.starts_with("manifest")) {
+        for (std::string_view s : {"\"compat\"", "\"segments\"", "\"kvcs\""}) {
+          EXPECT_FALSE(has(AsBytes(s))) << s;
+        }
+        return;
+      }
+      const Bytes data = name[0] == 'k' ? test::LayerK(d_, o.location.group, o.location.object, 1)
+                                        : test::LayerV(d_, o.location.group, o.location.object, 1);
+      for (size_t off = 0; off + 16 <= data.size(); off += 16, ++*chunks) {
+        ASSERT_FALSE(has(ByteSpan(data).subspan(off, 16))) << name << " " << off;
+      }
+    });
+    return objects;
+  }
+  // A live consumer (it subscribes to the data tracks too; a completed one stops at the manifest)
+  // holding another scope's key, on `port` (0: the publisher), opens nothing.
+  void ExpectAnotherScopeOpensNothing(uint16_t port) {
+    secure::ScopeKeyring other;
+    ASSERT_TRUE(other.Add(0, Bytes(32, 0xEE)).ok());
+    Got got;
+    auto r = Start(RetrievalMode::kLive, &got, tokens_, Keys(other, 2500), port);
+    ASSERT_TRUE(RunUntil([&] {
+      r->OnTimer();
+      return got.report.has_value();
+    }));
+    EXPECT_TRUE(got.layers.empty());
+    EXPECT_EQ(got.report->recompute_count(), 12u * d_.layers);
+    ASSERT_FALSE(got.report->refusals.empty());
+    for (const Refusal& f : got.report->refusals) {
+      EXPECT_TRUE(f.status.Is(StreamError::kUndecryptable)) << f.status.ToString();
+    }
+    // Every data object and the manifest version, each once (only the first 64 kept in full).
+    EXPECT_GE(got.report->refusals_total, 2u * 12 * d_.layers + 1);
+  }
   static bool Refused(const RetrievalReport& r, StreamError e, const std::string& track,
                       moqt::Location loc) {
     for (const Refusal& f : r.refusals) {
@@ -397,30 +456,8 @@ TEST_P(KvcsSecureE2E, RoundTripLiveAndCompleted) {
 TEST_P(KvcsSecureE2E, StoredPayloadsHoldNoPlaintext) {
   Produce(d_.layers);
   size_t objects = 0, chunks = 0;
-  for (const std::string& name : TrackNames()) {
-    ForEachObject(*PubTrack(name), [&](const moqt::PublishedObject& o) {
-      if (o.status != moqt::ObjectStatus::kNormal) return;
-      ++objects;
-      ASSERT_EQ(o.properties.size(), 1u);  // the Immutable Properties with the Key ID
-      const Bytes& ct = *o.payload;
-      auto has = [&](ByteSpan needle) {
-        return std::search(ct.begin(), ct.end(), needle.begin(), needle.end()) != ct.end();
-      };
-      EXPECT_FALSE(has(AsBytes(std::string_view("KVO1"))));
-      if (name.starts_with("manifest")) {
-        for (std::string_view s : {"\"compat\"", "\"segments\"", "\"kvcs\""}) {
-          EXPECT_FALSE(has(AsBytes(s))) << s;
-        }
-        return;
-      }
-      // Every 16-byte chunk of the object's plaintext KV Data is absent from its ciphertext.
-      const Bytes data = name[0] == 'k' ? test::LayerK(d_, o.location.group, o.location.object, 1)
-                                        : test::LayerV(d_, o.location.group, o.location.object, 1);
-      for (size_t off = 0; off + 16 <= data.size(); off += 16, ++chunks) {
-        ASSERT_FALSE(has(ByteSpan(data).subspan(off, 16))) << name << " " << off;
-      }
-    });
-  }
+  for (const std::string& name : TrackNames())
+    objects += ExpectNoPlaintext(*PubTrack(name), &chunks);
   EXPECT_EQ(objects, 2u * d_.layers * 12 + pub_->manifest_versions());
   EXPECT_GT(chunks, 1000u);
   // The search itself finds plaintext: the decrypted object holds its Data.
@@ -437,22 +474,7 @@ TEST_P(KvcsSecureE2E, StoredPayloadsHoldNoPlaintext) {
 
 TEST_P(KvcsSecureE2E, AnotherScopeCannotDecrypt) {
   Produce(d_.layers);
-  secure::ScopeKeyring other;
-  ASSERT_TRUE(other.Add(0, Bytes(32, 0xEE)).ok());
-  Got got;
-  auto r = Start(RetrievalMode::kLive, &got, tokens_, Keys(other, 2500));
-  ASSERT_TRUE(RunUntil([&] {
-    r->OnTimer();
-    return got.report.has_value();
-  }));
-  EXPECT_TRUE(got.layers.empty());
-  EXPECT_EQ(got.report->recompute_count(), 12u * d_.layers);
-  ASSERT_FALSE(got.report->refusals.empty());
-  for (const Refusal& f : got.report->refusals) {
-    EXPECT_TRUE(f.status.Is(StreamError::kUndecryptable)) << f.status.ToString();
-  }
-  // Every data object and the manifest version, each once (only the first 64 are kept in full).
-  EXPECT_GE(got.report->refusals_total, 2u * 12 * d_.layers + 1);
+  ExpectAnotherScopeOpensNothing(/*port=*/0);
 }
 
 TEST_P(KvcsSecureE2E, ATamperingRelayIsCaughtEveryTimeAndAnotherSourceRecovers) {
@@ -488,7 +510,8 @@ TEST_P(KvcsSecureE2E, ATamperingRelayIsCaughtEveryTimeAndAnotherSourceRecovers) 
               BlockSource::kRecompute);
   }
   EXPECT_EQ(got.report->refusals_total, 4u);
-  EXPECT_EQ(got.report->at(0, 4).source, BlockSource::kMoqtFetch);  // an untouched layer (completed: FETCH)
+  EXPECT_EQ(got.report->at(0, 4).source,
+            BlockSource::kMoqtFetch);  // an untouched layer (completed: FETCH)
   // Another source (the publisher itself) delivers everything.
   Got again;
   auto r2 = Start(RetrievalMode::kCompleted, &again, tokens_, Keys(ScopeKeys()));
@@ -532,14 +555,180 @@ TEST_P(KvcsSecureE2E, RotationMidProductionAndAnUnknownKeyId) {
   EXPECT_TRUE(named);
 }
 
-INSTANTIATE_TEST_SUITE_P(Suites, KvcsSecureE2E,
-                         ::testing::Values(secure::CipherSuite::kAes128GcmSha256,
-                                           secure::CipherSuite::kAes256GcmSha512),
-                         [](const auto& info) {
-                           return std::string(info.param == secure::CipherSuite::kAes128GcmSha256
-                                                  ? "Aes128Gcm"
-                                                  : "Aes256Gcm");
-                         });
+const auto kAllSuites =
+    ::testing::Values(secure::CipherSuite::kAes128GcmSha256, secure::CipherSuite::kAes256GcmSha512);
+std::string SuiteName(const ::testing::TestParamInfo<secure::CipherSuite>& info) {
+  return info.param == secure::CipherSuite::kAes128GcmSha256 ? "Aes128Gcm" : "Aes256Gcm";
+}
+
+INSTANTIATE_TEST_SUITE_P(Suites, KvcsSecureE2E, kAllSuites, SuiteName);
+
+// ------------------------------------------------- secure objects through a real relay
+
+// A real relay (RelayServer, QUIC on 127.0.0.1) in front of the encrypting publisher: the
+// publisher connects to it, sends PUBLISH_NAMESPACE and serves its TrackStore on that link; the
+// relay subscribes there when consumers ask, caches, fans out and serves fetches (relay.md).
+class KvcsSecureRelayE2E : public KvcsSecureE2E {
+ protected:
+  std::unique_ptr<relay::RelayServer> relay_;
+
+  void SetUp() override {
+    KvcsSecureE2E::SetUp();
+    if (HasFatalFailure()) return;
+    relay::RelayServerConfig rc;  // no verifier: open access
+    rc.cert_file = cert_;
+    rc.key_file = key_;
+    auto r = relay::RelayServer::Start(io_, rc);
+    ASSERT_TRUE(r.ok()) << r.status().ToString();
+    relay_ = std::move(*r);
+    moqt::MoqtClient* link = Connect(relay_->port(), &store_);
+    bool accepted = false;
+    ASSERT_TRUE(link->session()
+                    .PublishNamespace(pub_->track_namespace(),
+                                      [&](const std::optional<moqt::RequestError>& e) {
+                                        EXPECT_FALSE(e.has_value()) << e->reason;
+                                        accepted = true;
+                                      })
+                    .ok());
+    ASSERT_TRUE(RunUntil([&] { return accepted; }));
+  }
+  void TearDown() override {
+    clients_.clear();
+    relay_.reset();
+    KvcsSecureE2E::TearDown();
+  }
+  uint16_t relay_port() const { return relay_->port(); }
+  relay::Relay& relay() { return relay_->relay(); }
+  std::shared_ptr<moqt::Track> Cached(const std::string& name) {
+    return relay().FindTrack({pub_->track_namespace(), name});
+  }
+};
+
+TEST_P(KvcsSecureRelayE2E, TheRelayCachesFansOutAndServesOnlyCiphertext) {
+  Got before, during, completed;
+  auto r1 = Start(RetrievalMode::kLive, &before, tokens_, Keys(ScopeKeys()), relay_port());
+  Produce(13);
+  auto r2 = Start(RetrievalMode::kLive, &during, tokens_, Keys(ScopeKeys()), relay_port());
+  Produce(d_.layers);
+  ASSERT_TRUE(RunUntil([&] { return before.report && during.report; }));
+  auto r3 = Start(RetrievalMode::kCompleted, &completed, tokens_, Keys(ScopeKeys()), relay_port());
+  ASSERT_TRUE(RunUntil([&] { return completed.report.has_value(); }));
+  ExpectAllOnce(before, d_.layers);
+  ExpectAllOnce(during, d_.layers);
+  ExpectAllOnce(completed, d_.layers);
+  // One upstream subscription per track, however many consumers.
+  EXPECT_EQ(relay().metrics().upstream_requests.load(), TrackNames().size());
+  // The cache: every object byte-identical to the publisher's (payload, properties, priority),
+  // and no plaintext in any of them.
+  size_t tracks = 0, objects = 0, chunks = 0;
+  relay().cache().ForEachTrack([&](const moqt::Track& t) {
+    ++tracks;
+    auto original = PubTrack(t.name().name);
+    ASSERT_NE(original, nullptr) << t.name().name;
+    ForEachObject(t, [&](const moqt::PublishedObject& o) {
+      const moqt::PublishedObject* p = original->Find(o.location);
+      ASSERT_NE(p, nullptr);
+      EXPECT_EQ(*o.payload, *p->payload);
+      EXPECT_EQ(o.properties, p->properties);
+      EXPECT_EQ(o.publisher_priority, p->publisher_priority);
+    });
+    objects += ExpectNoPlaintext(t, &chunks);
+  });
+  EXPECT_EQ(tracks, TrackNames().size());
+  EXPECT_EQ(objects, 2u * d_.layers * 12 + pub_->manifest_versions());
+  EXPECT_GT(chunks, 1000u);
+  // A consumer of another scope, through the same relay and its cache: nothing opens.
+  ExpectAnotherScopeOpensNothing(relay_port());
+  EXPECT_EQ(relay().metrics().upstream_requests.load(), TrackNames().size());  // from the cache
+}
+
+TEST_P(KvcsSecureRelayE2E, RotationMidProductionThroughTheRelay) {
+  const Bytes epoch1(32, 0x42);
+  secure::ScopeKeyring both = ScopeKeys();
+  ASSERT_TRUE(both.Add(1, epoch1).ok());
+  Got live, completed;
+  auto r1 = Start(RetrievalMode::kLive, &live, tokens_, Keys(both), relay_port());
+  Produce(10);
+  ASSERT_TRUE(pub_->RotateKey(1, epoch1).ok());
+  Produce(d_.layers);
+  ASSERT_TRUE(RunUntil([&] { return live.report.has_value(); }));
+  auto r2 = Start(RetrievalMode::kCompleted, &completed, tokens_, Keys(both), relay_port());
+  ASSERT_TRUE(RunUntil([&] { return completed.report.has_value(); }));
+  ExpectAllOnce(live, d_.layers);
+  ExpectAllOnce(completed, d_.layers);
+  // The relay holds both epochs' objects as the publisher sealed them.
+  auto k = Cached("k.raw.s0");
+  ASSERT_NE(k, nullptr);
+  EXPECT_EQ(k->Find({9, 0})->properties, secure::ProtectedProperties(GetParam(), 0));
+  EXPECT_EQ(k->Find({10, 0})->properties, secure::ProtectedProperties(GetParam(), 1));
+}
+
+TEST_P(KvcsSecureRelayE2E, ATamperingRelayIsCaughtEveryTimeAndThePublisherRecovers) {
+  Produce(d_.layers);
+  // Fill the relay's cache (a clean retrieval through it), so the tamperer can take objects
+  // from any cached track.
+  Got clean;
+  auto r0 = Start(RetrievalMode::kCompleted, &clean, tokens_, Keys(ScopeKeys()), relay_port());
+  ASSERT_TRUE(RunUntil([&] { return clean.report.has_value(); }));
+  ExpectAllOnce(clean, d_.layers);
+  // The tampering relay: the real relay's cache, altered on the way out.
+  const std::vector<moqt::Location> altered = {{1, 2}, {2, 0}, {3, 0}, {5, 1}};
+  relay::test::TamperingSource tamperer(
+      &relay(), [&](const moqt::Track& t, moqt::PublishedObject& o) {
+        if (t.name().name != "k.raw.s0") return;
+        const moqt::Location l = o.location;
+        const moqt::PublishedObject* from = nullptr;
+        if (l == altered[0]) {  // a flipped bit
+          Bytes b = *o.payload;
+          b[b.size() / 2] ^= 0x10;
+          o.payload = std::make_shared<const Bytes>(std::move(b));
+        } else if (l == altered[1] || l == altered[2]) {  // swapped between groups
+          from = t.Find({l.group == 2 ? 3u : 2u, 0});
+        } else if (l == altered[3]) {  // replayed from another track
+          auto v = Cached("v.raw.s0");
+          ASSERT_NE(v, nullptr);
+          from = v->Find(l);
+        }
+        if (from != nullptr) {
+          o.payload = from->payload;
+          o.properties = from->properties;
+        }
+      });
+  auto front = Serve(&tamperer);
+  ASSERT_NE(front, nullptr);
+  // Caught every time: two consumers in turn, each recovering from the publisher directly.
+  for (int round = 0; round < 2; ++round) {
+    SCOPED_TRACE(round);
+    RecoveryOptions ro;
+    ro.retrieval = Options(RetrievalMode::kCompleted, tokens_, Keys(ScopeKeys()));
+    ro.alternates = {{&Connect()->session(), pub_->ns(), "the publisher"}};
+    Got got;
+    auto r = Recovery::Start(
+        &Connect(front->port())->session(), ro, Record(&got),
+        [&got](const RetrievalReport& rep) { got.report = rep; }, NowMs);
+    ASSERT_TRUE(r.ok()) << r.status().ToString();
+    ASSERT_TRUE(RunUntil([&] {
+      (*r)->OnTimer();
+      return got.report.has_value();
+    }));
+    EXPECT_TRUE(got.report->all_retrieved()) << got.report->recompute_count();
+    EXPECT_EQ(got.mismatches, 0);
+    EXPECT_EQ(got.pairs.size(), 12u * d_.layers);
+    for (const auto& [pair, n] : got.pairs) EXPECT_EQ(n, 1);
+    for (moqt::Location l : altered) {
+      EXPECT_TRUE(Refused(*got.report, StreamError::kUndecryptable, "k.raw.s0", l))
+          << l.group << "/" << l.object;
+      EXPECT_EQ(got.report->at(l.object, static_cast<uint32_t>(l.group)).source,
+                BlockSource::kAltMoqt);
+    }
+    // A layer is delivered whole: each altered object's layer comes from the publisher.
+    EXPECT_EQ(got.report->count(BlockSource::kAltMoqt), 12u * altered.size());
+    EXPECT_EQ((*r)->secure_counts().failed, altered.size());
+  }
+  EXPECT_EQ(tamperer.altered(), altered.size());  // one copy, served twice
+}
+
+INSTANTIATE_TEST_SUITE_P(Suites, KvcsSecureRelayE2E, kAllSuites, SuiteName);
 
 }  // namespace
 }  // namespace kvcs::stream

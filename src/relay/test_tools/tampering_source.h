@@ -1,0 +1,66 @@
+// TamperingSource: a test double of a relay that alters what it serves. It wraps a TrackSource
+// (a Relay: its cache and upstream feeds are real) and answers every SUBSCRIBE / FETCH /
+// TRACK_STATUS with a copy of the inner source's track, made once that track is known complete
+// through its Largest Object, every Normal object passed through `tamper` first (flip a bit,
+// take another group's or another track's payload and properties). Status objects are copied as
+// they are. Copies are made once per track and reused, so every requester sees the same
+// alteration. Production code has no such hook: the relay never changes an object.
+// THREADING: single-threaded (the sessions' executor). The inner source outlives this one.
+#ifndef KVCS_RELAY_TEST_TOOLS_TAMPERING_SOURCE_H_
+#define KVCS_RELAY_TEST_TOOLS_TAMPERING_SOURCE_H_
+
+#include <functional>
+#include <map>
+#include <memory>
+#include <vector>
+
+#include "moqt_session/moqt_track.h"
+#include "moqt_session/moqt_track_source.h"
+#include "relay/relay.h"
+
+namespace kvcs::relay::test {
+
+class TamperingSource : public moqt::TrackSource {
+ public:
+  // Alters `object` (a copy) of `track`, or leaves it.
+  using Tamper = std::function<void(const moqt::Track& track, moqt::PublishedObject& object)>;
+  TamperingSource(moqt::TrackSource* inner, Tamper tamper);
+  ~TamperingSource() override;
+
+  std::shared_ptr<moqt::Track> FindTrack(const moqt::FullTrackName& name) override;
+  void ResolveTrack(const moqt::TrackQuery& query, moqt::TrackResolved done) override;
+  std::vector<moqt::TrackNamespace> ListNamespaces() override { return inner_->ListNamespaces(); }
+  void AddNamespaceListener(moqt::NamespaceListener* l) override {
+    inner_->AddNamespaceListener(l);
+  }
+  void RemoveNamespaceListener(moqt::NamespaceListener* l) override {
+    inner_->RemoveNamespaceListener(l);
+  }
+  // Objects `tamper` changed (payload or properties), over every copy made.
+  size_t altered() const { return altered_; }
+
+ private:
+  // Requests waiting for one inner track to be known complete.
+  struct Waiting : moqt::TrackListener {
+    TamperingSource* owner = nullptr;
+    std::shared_ptr<moqt::Track> inner;
+    std::vector<moqt::TrackResolved> done;
+    void OnObjectAdded(moqt::Track&, const moqt::PublishedObject&) override { Check(); }
+    void OnTrackProgress(moqt::Track&) override { Check(); }
+    void Check();
+  };
+  // Whether `t` holds everything up to its Largest Object (or failed).
+  static bool Settled(const moqt::Track& t);
+  std::shared_ptr<moqt::Track> CopyOf(const moqt::Track& inner);
+  void Answer(Waiting* w);
+
+  moqt::TrackSource* inner_;
+  Tamper tamper_;
+  std::map<moqt::FullTrackName, std::shared_ptr<moqt::Track>, FullTrackNameLess> copies_;
+  std::map<moqt::FullTrackName, std::unique_ptr<Waiting>, FullTrackNameLess> waiting_;
+  size_t altered_ = 0;
+};
+
+}  // namespace kvcs::relay::test
+
+#endif  // KVCS_RELAY_TEST_TOOLS_TAMPERING_SOURCE_H_
