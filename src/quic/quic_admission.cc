@@ -16,44 +16,54 @@ QuicAdmission::Decision QuicAdmission::OnInitial(std::string_view address, bool 
                                                  TimePoint now) {
   Decision d;
   std::string key(address);
-  PerAddress seen;
-  if (auto a = addresses_.find(key); a != addresses_.end()) seen = a->second;
+  // Looked up afresh after each eviction (an eviction may erase the entry); an entry created
+  // here for nothing is erased again when the Initial is not admitted.
+  auto addr = [&]() -> PerAddress& { return addresses_[key]; };
+  auto refuse = [&](Verdict v) {
+    if (addr().connections == 0) addresses_.erase(key);
+    d.verdict = v;
+    return d;
+  };
   if (!validated) {
+    const PerAddress& a = addr();
     uint64_t* cause = require_retry_ ? &metrics_.retry_required
                       : retry_on_    ? &metrics_.retry_load
-                      : seen.handshakes >= limits_.max_handshakes_per_address
-                          ? &metrics_.retry_address
-                          : nullptr;
+                      : a.handshakes >= limits_.max_handshakes_per_address ? &metrics_.retry_address
+                                                                           : nullptr;
     if (cause) {
       ++*cause;
-      d.verdict = Verdict::kRetry;
-      return d;
+      return refuse(Verdict::kRetry);
     }
   }
-  if (seen.connections >= limits_.max_connections_per_address ||
-      seen.handshakes >= limits_.max_handshakes_per_address) {
-    ++(seen.connections >= limits_.max_connections_per_address
-           ? metrics_.refused_address_connections
-           : metrics_.refused_address_handshakes);
-    d.verdict = Verdict::kRefusedAddress;
-    return d;
+  // The address's own limits: a validated newcomer replaces its oldest unvalidated handshake.
+  while (addr().connections >= limits_.max_connections_per_address ||
+         addr().handshakes >= limits_.max_handshakes_per_address) {
+    PerAddress& a = addr();
+    if (!validated || a.unvalidated.empty()) {
+      ++(a.connections >= limits_.max_connections_per_address
+             ? metrics_.refused_address_connections
+             : metrics_.refused_address_handshakes);
+      return refuse(Verdict::kRefusedAddress);
+    }
+    Evict(a.unvalidated.begin()->second, metrics_.evicted_address_handshakes, d);
   }
-  // Make room: the oldest handshake in progress.
+  // The total cap: the oldest unvalidated handshake, else the oldest handshake.
   while (connections_.size() >= max_connections_) {
-    if (handshaking_.empty()) {
+    auto& queue = unvalidated_.empty() ? handshaking_ : unvalidated_;
+    if (queue.empty()) {
       ++metrics_.refused_full;
-      d.verdict = Verdict::kRefusedFull;
-      return d;
+      return refuse(Verdict::kRefusedFull);
     }
-    ++metrics_.evicted_handshakes;
-    ConnectionId victim = handshaking_.begin()->second;
-    d.evict.push_back(victim);
-    Forget(connections_.find(victim));
+    Evict(queue.begin()->second, metrics_.evicted_handshakes, d);
   }
   ConnectionId id = next_id_++;
-  Connection c{std::move(key), true, next_order_++, now};
+  Connection c{key, true, validated, next_order_++, now};
+  PerAddress& a = addr();
   handshaking_.emplace(c.order, id);
-  PerAddress& a = addresses_[c.address];
+  if (!validated) {
+    unvalidated_.emplace(c.order, id);
+    a.unvalidated.emplace(c.order, id);
+  }
   ++a.connections;
   ++a.handshakes;
   connections_.emplace(id, std::move(c));
@@ -67,10 +77,7 @@ QuicAdmission::Decision QuicAdmission::OnInitial(std::string_view address, bool 
 void QuicAdmission::HandshakeCompleted(ConnectionId id) {
   auto it = connections_.find(id);
   if (it == connections_.end() || !it->second.handshaking) return;
-  Connection& c = it->second;
-  handshaking_.erase(c.order);
-  c.handshaking = false;
-  --addresses_[c.address].handshakes;
+  EndHandshake(it->second, addresses_[it->second.address]);
   UpdateRetryMode();
 }
 
@@ -99,13 +106,26 @@ std::optional<QuicAdmission::TimePoint> QuicAdmission::NextDeadline() const {
   return connections_.at(handshaking_.begin()->second).admitted + limits_.handshake_deadline;
 }
 
+void QuicAdmission::EndHandshake(Connection& c, PerAddress& a) {
+  handshaking_.erase(c.order);
+  if (!c.validated) {
+    unvalidated_.erase(c.order);
+    a.unvalidated.erase(c.order);
+  }
+  c.handshaking = false;
+  --a.handshakes;
+}
+
+void QuicAdmission::Evict(ConnectionId id, uint64_t& counter, Decision& d) {
+  ++counter;
+  d.evict.push_back(id);
+  Forget(connections_.find(id));
+}
+
 void QuicAdmission::Forget(std::unordered_map<ConnectionId, Connection>::iterator it) {
   Connection& c = it->second;
   auto a = addresses_.find(c.address);
-  if (c.handshaking) {
-    handshaking_.erase(c.order);
-    --a->second.handshakes;
-  }
+  if (c.handshaking) EndHandshake(c, a->second);
   if (--a->second.connections == 0) addresses_.erase(a);
   connections_.erase(it);
 }

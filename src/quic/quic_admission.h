@@ -5,17 +5,19 @@
 // server (quic/server.cc) carries out the evictions and expiries it returns. Modelled on
 // http::ConnectionAdmission (http/admission.h).
 //
-// Each admitted connection is either handshaking (its handshake has not completed: "unvalidated"
-// in the sense that the peer has not proved it can finish the handshake) or established. For an
-// Initial that would create a connection:
+// Each admitted connection is either handshaking (its handshake has not completed) or
+// established; a handshaking one is "unvalidated" when its Initial carried no Retry token (its
+// address is unproven: it may be spoofed, or a raw packet from a flooder). For an Initial that
+// would create a connection:
 //   1. without a valid Retry token, it gets a Retry instead when require_retry is set, when
 //      Retry is on under load (handshakes in progress reached retry_on_handshakes; off again
 //      below retry_off_handshakes), or when its address already has max_handshakes_per_address
 //      handshakes in progress;
-//   2. it is refused when its address has max_connections_per_address connections, or (with a
-//      token) max_handshakes_per_address handshakes in progress;
-//   3. at max_connections it evicts the oldest handshaking connection; only when every
-//      connection is established is it refused.
+//   2. when its address has max_connections_per_address connections or (it has a token, then)
+//      max_handshakes_per_address handshakes, a validated newcomer replaces the address's oldest
+//      unvalidated handshake; if there is none it is refused;
+//   3. at max_connections it evicts the oldest unvalidated handshake, else the oldest handshake;
+//      only when every connection is established is it refused.
 // A handshake still in progress handshake_deadline after admission expires. See
 // docs/protocols/quic-transport.md ("Admission"). Not thread-safe (the server is
 // single-threaded).
@@ -73,8 +75,9 @@ struct AdmissionMetrics {
   uint64_t retry_address = 0;                // Retry: the address had max_handshakes_per_address
   uint64_t refused_address_connections = 0;  // the address had max_connections_per_address
   uint64_t refused_address_handshakes = 0;   // validated, but the address had its handshakes
+  uint64_t evicted_address_handshakes = 0;   // replaced by a validated newcomer of its address
   uint64_t refused_full = 0;                 // at max_connections, every connection established
-  uint64_t evicted_handshakes = 0;           // dropped at the cap: oldest handshake in progress
+  uint64_t evicted_handshakes = 0;           // dropped at max_connections: oldest handshake
   uint64_t handshake_deadline_drops = 0;     // dropped: handshake past handshake_deadline
   uint64_t retry_mode_on = 0;                // times Retry under load switched on
 };
@@ -115,16 +118,22 @@ class QuicAdmission {
   struct Connection {
     std::string address;
     bool handshaking = true;
-    uint64_t order = 0;  // key in handshaking_ while handshaking
+    bool validated = false;  // its Initial carried a Retry token
+    uint64_t order = 0;      // key in handshaking_ (and unvalidated_) while handshaking
     TimePoint admitted;
   };
   struct PerAddress {
     size_t connections = 0;
     size_t handshakes = 0;
+    std::map<uint64_t, ConnectionId> unvalidated;  // its unvalidated handshakes, oldest first
   };
 
   // Forgets `it` entirely.
   void Forget(std::unordered_map<ConnectionId, Connection>::iterator it);
+  // The handshake of `c` ended (completed or forgotten).
+  void EndHandshake(Connection& c, PerAddress& a);
+  // Evicts the connection `id` into `d`, counting it in `counter`.
+  void Evict(ConnectionId id, uint64_t& counter, Decision& d);
   // Switches Retry under load on or off for the current number of handshakes.
   void UpdateRetryMode();
 
@@ -137,6 +146,7 @@ class QuicAdmission {
   std::unordered_map<ConnectionId, Connection> connections_;
   std::unordered_map<std::string, PerAddress> addresses_;
   std::map<uint64_t, ConnectionId> handshaking_;  // oldest first
+  std::map<uint64_t, ConnectionId> unvalidated_;  // the unvalidated ones, oldest first
   AdmissionMetrics metrics_;
 };
 

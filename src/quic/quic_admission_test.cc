@@ -43,7 +43,17 @@ TEST(QuicAdmission, PerAddressHandshakesGetRetryThenRefusal) {
   for (int i = 0; i < 4; ++i) EXPECT_EQ(a.OnInitial("x", false, kT0).verdict, Verdict::kAdmitted);
   EXPECT_EQ(a.OnInitial("x", false, kT0).verdict, Verdict::kRetry);
   EXPECT_EQ(a.metrics().retry_address, 1u);
-  // A validated one is refused: the address still has its handshakes.
+  // A validated one replaces the address's oldest unvalidated handshake.
+  auto v = a.OnInitial("x", true, kT0);
+  EXPECT_EQ(v.verdict, Verdict::kAdmitted);
+  EXPECT_EQ(v.evict.size(), 1u);
+  EXPECT_EQ(a.metrics().evicted_address_handshakes, 1u);
+  // Once the address's handshakes are all validated, a further validated one is refused.
+  for (int i = 0; i < 3; ++i) {
+    auto w = a.OnInitial("x", true, kT0);
+    EXPECT_EQ(w.verdict, Verdict::kAdmitted);
+    EXPECT_EQ(w.evict.size(), 1u);
+  }
   EXPECT_EQ(a.OnInitial("x", true, kT0).verdict, Verdict::kRefusedAddress);
   EXPECT_EQ(a.metrics().refused_address_handshakes, 1u);
   // Other addresses are unaffected.
@@ -81,6 +91,32 @@ TEST(QuicAdmission, RetryUnderLoadSwitchesOnAndOffWithHysteresis) {
   a.Release(ids[5]);
   EXPECT_FALSE(a.retry_on());
   EXPECT_EQ(a.OnInitial("new2", false, kT0).verdict, Verdict::kAdmitted);
+}
+
+TEST(QuicAdmission, PerAddressLimitOfOneEvictsItsOnlyHandshake) {
+  AdmissionLimits l = Small();
+  l.max_connections_per_address = 1;
+  QuicAdmission a(64, false, l);
+  auto first = a.OnInitial("x", false, kT0);
+  auto second = a.OnInitial("x", true, kT0);
+  ASSERT_EQ(second.verdict, Verdict::kAdmitted);
+  EXPECT_EQ(second.evict, std::vector<uint64_t>{first.id});
+  EXPECT_EQ(a.active(), 1u);
+  a.Release(second.id);
+  EXPECT_EQ(a.active(), 0u);
+  EXPECT_EQ(a.OnInitial("x", false, kT0).verdict, Verdict::kAdmitted);
+}
+
+TEST(QuicAdmission, AtTheCapUnvalidatedHandshakesGoFirst) {
+  AdmissionLimits l = Small();
+  l.retry_on_handshakes = 1000;
+  QuicAdmission a(2, false, l);
+  auto validated = a.OnInitial("a", true, kT0);
+  auto unvalidated = a.OnInitial("b", false, kT0 + milliseconds(1));
+  auto d = a.OnInitial("c", true, kT0 + milliseconds(2));
+  EXPECT_EQ(d.evict, std::vector<uint64_t>{unvalidated.id});
+  auto e = a.OnInitial("d", true, kT0 + milliseconds(3));
+  EXPECT_EQ(e.evict, std::vector<uint64_t>{validated.id});  // then the oldest handshake
 }
 
 TEST(QuicAdmission, AtTheCapEvictsTheOldestHandshake) {
