@@ -3,7 +3,8 @@
 // clients pointed at a black hole, so every one opens a real half-open handshake on the server)
 // and junk packets that parse as Initials, while a well-behaved MoqtClient connects, subscribes
 // and receives every object. Server and clients share one io_context driven by the test thread;
-// every wait is bounded (Loop::RunUntil) and the floods are bounded in count; no sleeps.
+// every wait is bounded (ClientLoop::RunUntil, one deadline per test) and the floods are bounded in
+// count; no sleeps.
 #include <arpa/inet.h>
 #include <gtest/gtest.h>
 #include <netinet/in.h>
@@ -25,23 +26,6 @@ namespace {
 
 namespace asio = boost::asio;
 using Packet = std::vector<uint8_t>;
-
-class Loop {
- public:
-  asio::io_context io;
-  bool RunUntil(const std::function<bool()>& pred, const char* what) {
-    auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
-    while (!pred()) {
-      if (std::chrono::steady_clock::now() > deadline) {
-        ADD_FAILURE() << "deadline exceeded waiting for " << what;
-        return false;
-      }
-      io.run_one_for(std::chrono::milliseconds(20));
-      if (io.stopped()) io.restart();
-    }
-    return true;
-  }
-};
 
 // Non-blocking UDP sockets on 127.0.0.x, each on its own ephemeral port; closed at the end.
 class RawSockets {
@@ -214,7 +198,7 @@ class QuicAdmissionE2ETest : public ::testing::Test {
 
   static inline const FullTrackName kTrack{{"kvcs-1", "flood"}, "layer-data"};
   static constexpr uint64_t kGroups = 4, kObjects = 16;
-  Loop loop_;
+  quic::test::ClientLoop loop_{std::chrono::seconds(30)};  // the whole test's deadline
   TrackStore store_;
   std::shared_ptr<Track> track_;
   std::unique_ptr<MoqtServer> server_;
