@@ -1,6 +1,6 @@
 // QuicServer's implementation: the server socket and its receive pump, connection routing by
-// CID (every CID of every connection, kept in step with the CID callbacks), Retry, refusals
-// beyond the connection limit, and graceful shutdown.
+// CID (every CID of every connection, kept in step with the CID callbacks), admission (Retry,
+// refusals, evictions and handshake deadlines decided by QuicAdmission), and graceful shutdown.
 #include "quic/server.h"
 
 #include <gnutls/crypto.h>
@@ -26,6 +26,20 @@ using transport::CloseInfo;
 // Retry tokens older than this are refused (the client retries within one RTT).
 constexpr ngtcp2_duration kRetryTokenLifetime = 10 * NGTCP2_SECONDS;
 
+// The peer's IP address without the port, as bytes: the key of the per-address limits.
+std::string AddressKey(const SockAddr& a) {
+  const sockaddr* sa = a.get();
+  if (sa->sa_family == AF_INET) {
+    const auto* in = reinterpret_cast<const sockaddr_in*>(sa);
+    return std::string(reinterpret_cast<const char*>(&in->sin_addr), sizeof(in->sin_addr));
+  }
+  if (sa->sa_family == AF_INET6) {
+    const auto* in6 = reinterpret_cast<const sockaddr_in6*>(sa);
+    return std::string(reinterpret_cast<const char*>(&in6->sin6_addr), sizeof(in6->sin6_addr));
+  }
+  return a.ToString();
+}
+
 uint64_t WallNs() {
   return static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(
                                    std::chrono::system_clock::now().time_since_epoch())
@@ -35,7 +49,11 @@ uint64_t WallNs() {
 class ServerImpl : public QuicServer, public ConnectionOwner {
  public:
   ServerImpl(asio::io_context& io, ServerConfig config)
-      : io_(io), config_(std::move(config)), drain_timer_(io) {
+      : io_(io),
+        config_(std::move(config)),
+        admission_(config_.max_connections, config_.require_retry, config_.admission),
+        drain_timer_(io),
+        deadline_timer_(io) {
     gnutls_rnd(GNUTLS_RND_RANDOM, secret_, sizeof(secret_));
   }
   ~ServerImpl() override {
@@ -63,6 +81,9 @@ class ServerImpl : public QuicServer, public ConnectionOwner {
   ServerStats stats() const override {
     ServerStats s = stats_;
     s.live_connections = conns_.size();
+    s.handshakes_in_progress = admission_.handshakes();
+    s.retry_on = admission_.retry_on();
+    s.admission = admission_.metrics();
     if (sock_) s.io = sock_->stats();
     return s;
   }
@@ -89,16 +110,19 @@ class ServerImpl : public QuicServer, public ConnectionOwner {
   void AssociateCid(const ngtcp2_cid& cid, Connection* c) override { cids_[CidKey(cid)] = c; }
   void DissociateCid(const ngtcp2_cid& cid) override { cids_.erase(CidKey(cid)); }
   void OnConnectionReady(Connection* c) override {
+    if (auto it = ids_.find(c); it != ids_.end()) admission_.HandshakeCompleted(it->second);
     ++stats_.connections_accepted;
     if (config_.on_session) config_.on_session(*c);
   }
   void OnConnectionFailed(Connection* c, const CloseInfo& info) override {
+    Unadmit(c);
     ++stats_.handshake_failures;
     KVCS_LOG_DEBUG("quic server: connection from {} failed: {}", c->remote().ToString(),
                    info.ToString());
     if (config_.on_connection_error) config_.on_connection_error(c->remote(), info);
   }
   void OnConnectionFinished(Connection* c) override {
+    Unadmit(c);
     for (const CidKey& k : c->cids()) cids_.erase(k);
     std::weak_ptr<char> alive = alive_;
     asio::post(io_, [this, alive, c] {
@@ -126,11 +150,55 @@ class ServerImpl : public QuicServer, public ConnectionOwner {
   bool MaybeFinishShutdown() {
     if (accepting_ || !conns_.empty() || !shutdown_done_) return false;
     drain_timer_.cancel();
+    deadline_timer_.cancel();
     pump_->Stop();
     auto done = std::move(shutdown_done_);
     shutdown_done_ = nullptr;
     asio::post(io_, std::move(done));
     return true;
+  }
+
+  // Forgets `c` in the admission (it failed or finished).
+  void Unadmit(Connection* c) {
+    auto it = ids_.find(c);
+    if (it == ids_.end()) return;
+    admission_.Release(it->second);
+    by_id_.erase(it->second);
+    ids_.erase(it);
+  }
+
+  // Drops an admitted connection whose handshake is still in progress at once and silently
+  // (evicted at the cap, or past its handshake deadline; admission_ already forgot it): no
+  // CONNECTION_CLOSE, so it keeps no state for a closing period. A real client's later packets
+  // match no CID and are dropped; it times out (or retries with a new Initial).
+  void Drop(QuicAdmission::ConnectionId id) {
+    auto it = by_id_.find(id);
+    if (it == by_id_.end()) return;
+    Connection* c = it->second;
+    by_id_.erase(it);
+    ids_.erase(c);
+    for (const CidKey& k : c->cids()) cids_.erase(k);
+    c->Kill();
+    conns_.erase(c);  // touched_ may still name it: AfterBatch checks conns_
+  }
+
+  void ArmDeadline() {
+    std::optional<QuicAdmission::TimePoint> next = admission_.NextDeadline();
+    if (!next || (deadline_armed_ && deadline_at_ <= *next)) return;
+    deadline_armed_ = true;
+    deadline_at_ = *next;
+    deadline_timer_.expires_at(*next);
+    std::weak_ptr<char> alive = alive_;
+    deadline_timer_.async_wait([this, alive](const boost::system::error_code& ec) {
+      if (alive.expired()) return;
+      deadline_armed_ = false;
+      if (ec) return;
+      for (QuicAdmission::ConnectionId id : admission_.Expire(std::chrono::steady_clock::now())) {
+        Drop(id);
+      }
+      ArmDeadline();
+      MaybeFinishShutdown();
+    });
   }
 
   void Touch(Connection* c) {
@@ -167,10 +235,9 @@ class ServerImpl : public QuicServer, public ConnectionOwner {
       ++stats_.datagrams_dropped;
       return;
     }
-    if (!accepting_ || conns_.size() >= config_.max_connections) {
+    if (!accepting_) {
       ++stats_.connections_refused;
-      SendClose(hd, from, NGTCP2_CONNECTION_REFUSED,
-                accepting_ ? "connection limit reached" : "server shutting down");
+      SendClose(hd, from, NGTCP2_CONNECTION_REFUSED, "server shutting down");
       return;
     }
     ngtcp2_cid odcid;
@@ -187,18 +254,36 @@ class ServerImpl : public QuicServer, public ConnectionOwner {
     } else {
       hd.token.base = nullptr;
       hd.token.len = 0;
-      if (config_.require_retry) {
+    }
+    QuicAdmission::Decision d =
+        admission_.OnInitial(AddressKey(from), podcid != nullptr, std::chrono::steady_clock::now());
+    for (QuicAdmission::ConnectionId victim : d.evict) Drop(victim);
+    switch (d.verdict) {
+      case QuicAdmission::Verdict::kAdmitted:
+        break;
+      case QuicAdmission::Verdict::kRetry:
         SendRetry(hd, from, len);
         return;
-      }
+      case QuicAdmission::Verdict::kRefusedAddress:
+      case QuicAdmission::Verdict::kRefusedFull:
+        ++stats_.connections_refused;
+        SendClose(hd, from, NGTCP2_CONNECTION_REFUSED,
+                  d.verdict == QuicAdmission::Verdict::kRefusedFull
+                      ? "connection limit reached"
+                      : "connection limit for this address reached");
+        return;
     }
     auto c = std::make_unique<Connection>(io_, this, true, config_.limits);
     if (Status st = c->InitServer(*tls_, hd, podcid, from); !st.ok()) {
       KVCS_LOG_WARN("quic server: cannot create connection: {}", st.ToString());
+      admission_.Release(d.id);
       return;
     }
     Connection* p = c.get();
     conns_[p] = std::move(c);
+    ids_[p] = d.id;
+    by_id_[d.id] = p;
+    ArmDeadline();
     // Route by the client's chosen DCID (until it switches) and by every SCID we issued.
     CidKey odkey(hd.dcid);
     cids_[odkey] = p;
@@ -253,11 +338,18 @@ class ServerImpl : public QuicServer, public ConnectionOwner {
   std::unordered_map<CidKey, Connection*, CidKeyHash> cids_;
   std::unordered_map<Connection*, std::unique_ptr<Connection>> conns_;
   std::vector<Connection*> touched_;
+  QuicAdmission admission_;
+  // Admitted connections (until they fail, finish or are dropped) and their admission ids.
+  std::unordered_map<Connection*, QuicAdmission::ConnectionId> ids_;
+  std::unordered_map<QuicAdmission::ConnectionId, Connection*> by_id_;
   ServerStats stats_;
   bool accepting_ = true;
   std::function<void()> shutdown_done_;
   transport::ErrorCode shutdown_code_ = 0;
   asio::steady_timer drain_timer_;
+  asio::steady_timer deadline_timer_;  // the oldest handshake's deadline
+  bool deadline_armed_ = false;
+  QuicAdmission::TimePoint deadline_at_;
   std::shared_ptr<char> alive_ = std::make_shared<char>(0);
 };
 

@@ -26,6 +26,7 @@
 #include <vector>
 
 #include "common/status.h"
+#include "quic/quic_admission.h"
 #include "quic/transport_limits.h"
 #include "quic/udp.h"
 #include "transport/session.h"
@@ -46,10 +47,16 @@ struct ServerConfig {
   std::vector<std::string> alpns;
   std::string cert_file;
   std::string key_file;
-  // Validate the client address with a Retry round trip before creating any state.
+  // Validate every client address with a Retry round trip before creating any state. Without
+  // it, Retry still switches on by itself under load (admission.retry_on_handshakes).
   bool require_retry = false;
-  // Concurrent connections; further clients get CONNECTION_REFUSED.
+  // Concurrent connections (handshaking or established). At the cap a newcomer replaces the
+  // oldest handshake in progress; only when all are established is it refused
+  // (CONNECTION_REFUSED). 1024: far above the sessions of one relay or publisher, and a bound on
+  // the memory half-open handshakes can take.
   size_t max_connections = 1024;
+  // Per-address limits, Retry under load and the handshake deadline (quic/quic_admission.h).
+  AdmissionLimits admission;
   TransportLimits limits;
   LossShimConfig loss_shim;  // tests only
   // Called (on the executor) for every session whose handshake completed. Set a visitor on it.
@@ -64,7 +71,10 @@ struct ServerStats {
   uint64_t datagrams_dropped = 0;  // undecodable or unknown
   uint64_t handshake_failures = 0;
   size_t live_connections = 0;
-  IoStats io;  // the server socket and all its connections
+  size_t handshakes_in_progress = 0;
+  bool retry_on = false;       // Retry under load is on now
+  AdmissionMetrics admission;  // refusals, Retries, evictions and expiries by cause
+  IoStats io;                  // the server socket and all its connections
 };
 
 class QuicServer {

@@ -163,6 +163,24 @@ TEST(QuicE2E, ConnectionLimitRefusesExtraClients) {
   ClientLoop loop;
   auto a = ConnectReady(loop, MakeClientConfig(server.port()));
   ASSERT_TRUE(a && a->visitor.ready);
+  // Wait until the server, too, has completed a's handshake: at the cap a handshake still in
+  // progress would be evicted for the newcomer (quic/quic_admission.h); established ones never.
+  bool established = false, asked = false;  // client thread only; one question at a time
+  ASSERT_TRUE(loop.RunUntil(
+      [&] {
+        if (!asked) {
+          asked = true;
+          server.Post([&] {
+            bool e = server.server()->stats().connections_accepted == 1;
+            loop.Post([&, e] {
+              established = e;
+              asked = false;
+            });
+          });
+        }
+        return established;
+      },
+      "a established on the server"));
   auto b = Connect(loop, MakeClientConfig(server.port()));
   ASSERT_TRUE(b);
   ASSERT_TRUE(loop.RunUntil([&] { return b->visitor.closed || b->visitor.ready; }, "refusal"));
