@@ -43,6 +43,7 @@ struct StoreFlags {
   double bandwidth_cap = 0;
   // How the cap is shared (docs/protocols/scheduler.md): stall-target (default) or equal-share.
   std::string bandwidth_policy = "stall-target";
+  size_t read_window_bytes = 0;  // 0: objcache::ServiceOptions' default
   // Where objects live (docs/protocols/s3-backend.md, rados-backend.md): "local" (ROOT), "s3" or
   // "rados".
   std::string backend = "local";
@@ -308,6 +309,7 @@ int Run(const StoreFlags& f) {
   objcache::ServiceOptions so;
   so.bandwidth_cap = f.bandwidth_cap;
   if (f.bandwidth_policy == "equal-share") so.sched.policy = sched::Policy::kEqualShare;
+  if (f.read_window_bytes) so.window_bytes = f.read_window_bytes;
   std::optional<index::IndexClient> index_client;
   if (f.index.enabled()) {
     auto c = f.index.Client();
@@ -420,6 +422,10 @@ RunFn Setup(CLI::App& app) {
                   "(cap / n each; the baseline)")
       ->check(CLI::IsMember({"stall-target", "equal-share"}))
       ->capture_default_str();
+  cmd->add_option("--read-window-bytes", flags->read_window_bytes,
+                  "bytes an aggregated GET reads and paces at once (default 16 MiB); smaller "
+                  "windows pace short contexts layer by layer at a higher per-read cost")
+      ->check(CLI::Range(size_t{64} << 10, size_t{1} << 30));
   cmd->add_option("--backend", flags->backend,
                   "where objects live: local (ROOT, default), s3 (an existing S3 service) or "
                   "rados (a Ceph pool, through librados); with s3 or rados ROOT only holds "
