@@ -273,7 +273,7 @@ def main():
                     help="layers of contexts above 16K (default 4; --full: 32)")
     ap.add_argument("--full", action="store_true", help="every context at all 32 layers")
     ap.add_argument("--repeats", type=int, default=3)
-    ap.add_argument("--tiny-prompt", type=int, default=1024, help="tiny model: reused prefix")
+    ap.add_argument("--tiny-prompt", type=int, default=256, help="tiny model: reused prefix")
     ap.add_argument("--skip-tiny", action="store_true")
     ap.add_argument("--skip-modeled", action="store_true")
     a = ap.parse_args()
