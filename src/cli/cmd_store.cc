@@ -26,6 +26,7 @@
 #include "s3/config.h"
 #include "s3/server.h"
 #include "s3client/store_factory.h"
+#include "sched/scheduler.h"
 #include "store/local_store.h"
 
 namespace kvcs::cli {
@@ -40,6 +41,9 @@ struct StoreFlags {
   // HTTP admission (docs/protocols/http.md); 0 keeps http::Limits' default.
   size_t max_connections = 0, max_connections_per_address = 0, max_requests_per_address = 0;
   double bandwidth_cap = 0;
+  // How the cap is shared (docs/protocols/scheduler.md): stall-target (default) or equal-share.
+  std::string bandwidth_policy = "stall-target";
+  size_t read_window_bytes = 0;  // 0: objcache::ServiceOptions' default
   // Where objects live (docs/protocols/s3-backend.md, rados-backend.md): "local" (ROOT), "s3" or
   // "rados".
   std::string backend = "local";
@@ -304,6 +308,8 @@ int Run(const StoreFlags& f) {
   // made in two steps: the hooks exist from the start and forward once it is set.
   objcache::ServiceOptions so;
   so.bandwidth_cap = f.bandwidth_cap;
+  if (f.bandwidth_policy == "equal-share") so.sched.policy = sched::Policy::kEqualShare;
+  if (f.read_window_bytes) so.window_bytes = f.read_window_bytes;
   std::optional<index::IndexClient> index_client;
   if (f.index.enabled()) {
     auto c = f.index.Client();
@@ -410,6 +416,16 @@ RunFn Setup(CLI::App& app) {
   cmd->add_option("--bandwidth-cap", flags->bandwidth_cap,
                   "aggregated-retrieval bandwidth cap in bytes/s (0: none)")
       ->check(CLI::NonNegativeNumber);
+  cmd->add_option("--bandwidth-policy", flags->bandwidth_policy,
+                  "how --bandwidth-cap is shared: stall-target (each retrieval gets the rate its "
+                  "compute and stall target need, docs/protocols/scheduler.md) or equal-share "
+                  "(cap / n each; the baseline)")
+      ->check(CLI::IsMember({"stall-target", "equal-share"}))
+      ->capture_default_str();
+  cmd->add_option("--read-window-bytes", flags->read_window_bytes,
+                  "bytes an aggregated GET reads and paces at once (default 16 MiB); smaller "
+                  "windows pace short contexts layer by layer at a higher per-read cost")
+      ->check(CLI::Range(size_t{64} << 10, size_t{1} << 30));
   cmd->add_option("--backend", flags->backend,
                   "where objects live: local (ROOT, default), s3 (an existing S3 service) or "
                   "rados (a Ceph pool, through librados); with s3 or rados ROOT only holds "

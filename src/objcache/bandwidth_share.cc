@@ -51,12 +51,22 @@ BandwidthShare::~BandwidthShare() {
 
 s3::Awaitable<void> BandwidthShare::Before(asio::any_io_executor ex, double bytes) {
   if (!shared_.on_) co_return;
-  double rate;
-  {
-    std::lock_guard<std::mutex> lock(shared_.mu_);
-    rate = shared_.scheduler_.RateOf(id_);
+  // The rate is re-read at least every kRecheck while waiting: the scheduler reallocates on every
+  // admission, layer and finish, and a request held to the rate it had when it sent its previous
+  // window would leave its new share of the cap unused (docs/protocols/scheduler.md, Pacing).
+  constexpr double kRecheck = 2e-3;
+  for (;;) {
+    double rate;
+    {
+      std::lock_guard<std::mutex> lock(shared_.mu_);
+      rate = shared_.scheduler_.RateOf(id_);
+    }
+    double now = NowSeconds();
+    double wait = pacer_.Wait(now, rate);
+    if (wait <= 0) break;
+    co_await SleepUntil(ex, now + std::min(wait, kRecheck));
   }
-  co_await SleepUntil(ex, pacer_.Reserve(NowSeconds(), bytes, rate));
+  pacer_.Sent(bytes);
 }
 
 void BandwidthShare::LayerDelivered() {

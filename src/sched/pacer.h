@@ -1,9 +1,14 @@
-// Pacer: turns a granted rate into send times (pure; time passed in, in seconds).
+// Pacer: turns a granted rate, which may change at any time, into send times (pure; time passed
+// in, in seconds).
 //
-// Reserve(now, bytes, rate) returns the time at which `bytes` may start to be sent so that the
-// long-run rate does not exceed `rate`. Idle time earns at most `burst` seconds of credit, so a
-// paused sender cannot later flood the link. Rate changes apply from the next reservation.
-// Thread-compatible.
+// A sender owes the bytes it sent and repays them at the rate in force: Wait(now, rate) repays the
+// time since the previous call at the rate given then, and says how long to wait, at `rate`,
+// before the debt is paid and more may be sent; Sent(bytes) adds a write to the debt. So a write
+// goes out at once when nothing is owed (a request's first layer is never delayed), and a sender
+// whose rate rises while it waits (another request finished, or the scheduler moved it ahead) is
+// held only to the new rate from then on, provided it calls Wait again: callers sleep in short
+// slices and re-read their rate. Idle time earns at most `burst` seconds of credit at the current
+// rate, so a paused sender cannot later flood the link. Thread-compatible.
 #ifndef KVCS_SCHED_PACER_H_
 #define KVCS_SCHED_PACER_H_
 
@@ -18,17 +23,28 @@ class Pacer {
   // layers of a short context at link speed: enough to absorb timer jitter, not a flood.
   explicit Pacer(double burst = 2e-3) : burst_(burst) {}
 
-  // REQUIRES: bytes >= 0. rate <= 0 or non-finite means unpaced (returns now).
-  double Reserve(double now, double bytes, double rate) {
-    if (!(rate > 0) || !std::isfinite(rate)) return now;
-    double start = std::max(next_, now - burst_);
-    next_ = start + bytes / rate;
-    return std::max(start, now);
+  // Seconds to wait at `rate` before the next write (0: now). rate <= 0 or non-finite means
+  // unpaced: the debt is forgiven.
+  double Wait(double now, double rate) {
+    if (paid_at_ > -1e300 && now > paid_at_) debt_ -= (now - paid_at_) * rate_;
+    paid_at_ = std::max(paid_at_, now);
+    if (!(rate > 0) || !std::isfinite(rate)) {
+      debt_ = 0;
+      rate_ = 0;
+      return 0;
+    }
+    rate_ = rate;
+    debt_ = std::max(debt_, -burst_ * rate);
+    return debt_ > 0 ? debt_ / rate : 0;
   }
+  // REQUIRES: bytes >= 0.
+  void Sent(double bytes) { debt_ += bytes; }
 
  private:
   double burst_;
-  double next_ = -1e300;
+  double rate_ = 0;          // the rate given at the last Wait
+  double debt_ = 0;          // bytes owed (negative: idle credit)
+  double paid_at_ = -1e301;  // time of the last Wait
 };
 
 }  // namespace kvcs::sched

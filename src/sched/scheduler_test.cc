@@ -146,11 +146,27 @@ TEST(BandwidthScheduler, AdmitDeliverFinish) {
 
 TEST(Pacer, SpacesSendsAndCapsIdleCredit) {
   Pacer p(/*burst=*/0.001);
-  EXPECT_DOUBLE_EQ(p.Reserve(0, 50, 100), 0);      // 0.5 s of link
-  EXPECT_DOUBLE_EQ(p.Reserve(0, 50, 100), 0.499);  // waits for the first, less 1 ms credit
-  EXPECT_DOUBLE_EQ(p.Reserve(10, 100, 100), 10);   // idle: at most 1 ms of credit
-  EXPECT_NEAR(p.Reserve(10, 1, 100), 10.999, 1e-9);
-  EXPECT_DOUBLE_EQ(p.Reserve(20, 1, 0), 20);  // unpaced
+  EXPECT_DOUBLE_EQ(p.Wait(0, 100), 0);  // nothing owed: the first write goes at once
+  p.Sent(50);                           // 0.5 s of link
+  EXPECT_DOUBLE_EQ(p.Wait(0, 100), 0.5);
+  EXPECT_NEAR(p.Wait(0.5, 100), 0, 1e-12);
+  p.Sent(50);
+  EXPECT_NEAR(p.Wait(10, 100), 0, 1e-12);  // idle: at most 1 ms of credit
+  p.Sent(100);
+  EXPECT_NEAR(p.Wait(10, 100), 0.999, 1e-9);
+  EXPECT_DOUBLE_EQ(p.Wait(20, 0), 0);  // unpaced: the debt is forgiven
+  EXPECT_DOUBLE_EQ(p.Wait(20, 100), 0);
+}
+
+TEST(Pacer, ARateRiseWhileWaitingAppliesAtOnce) {
+  Pacer p;
+  EXPECT_DOUBLE_EQ(p.Wait(0, 10), 0);
+  p.Sent(100);                          // 10 s owed at 10 B/s
+  EXPECT_NEAR(p.Wait(1, 10), 9, 1e-9);  // 1 s repaid at 10 B/s: 90 B left
+  EXPECT_NEAR(p.Wait(1, 90), 1, 1e-9);  // the rate rises: 1 s more, not 9
+  EXPECT_NEAR(p.Wait(1.5, 90), 0.5, 1e-9);
+  EXPECT_NEAR(p.Wait(1.5, 45), 1, 1e-9);  // and falls
+  EXPECT_NEAR(p.Wait(2.5, 45), 0, 1e-9);
 }
 
 TEST(Simulate, OneRequestByHand) {

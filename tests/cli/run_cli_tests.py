@@ -709,6 +709,16 @@ def test_store_s3_backend_tls_flags(d):
     check("--s3-ca-file" in p.stdout and "--s3-insecure" in p.stdout, p.stdout)
 
 
+
+def test_store_bandwidth_flags(d):
+    # How the cap is shared and the read window are flags; bad values fail before serving.
+    p = run("store", "--help")
+    check("--bandwidth-policy" in p.stdout and "--read-window-bytes" in p.stdout, p.stdout)
+    r = run("store", "--root", f"{d}/root", "--bandwidth-policy", "fair", ok=False)
+    check("--bandwidth-policy" in r.stderr, r.stderr)
+    r = run("store", "--root", f"{d}/root", "--read-window-bytes", "1024", ok=False)
+    check("--read-window-bytes" in r.stderr, r.stderr)
+
 def main():
     wanted = sys.argv[2:]
     tests = [(n, f) for n, f in globals().items() if n.startswith("test_") and callable(f)]
