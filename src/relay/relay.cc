@@ -248,21 +248,17 @@ std::optional<moqt::RequestErrorCode> Relay::Announce(RelayPeer* peer,
   Announcement& a = announcements_[ns];
   a.peer = peer;
   metrics_.announcements = announcements_.size();
+  a.incoming_tokens = tokens;
   NamespaceRef(ns);
-  if (upstream_) {
-    std::vector<moqt::AuthToken> fwd = ForwardTokens(tokens, true);
-    std::weak_ptr<int> alive = alive_;
-    auto rid = upstream_->PublishNamespace(
-        ns, [](const std::optional<moqt::RequestError>&) {}, fwd);
-    if (rid.ok()) a.upstream_request = *rid;
-  }
+  ForwardAnnouncement(ns, a);
   return std::nullopt;
 }
 
 void Relay::ForwardAnnouncement(const moqt::TrackNamespace& ns, Announcement& a) {
   if (!upstream_ || a.upstream_request) return;
+  // The announcement's own relay path goes along, also when re-sent after a reconnect.
   auto rid = upstream_->PublishNamespace(
-      ns, [](const std::optional<moqt::RequestError>&) {}, ForwardTokens({}, true));
+      ns, [](const std::optional<moqt::RequestError>&) {}, ForwardTokens(a.incoming_tokens, true));
   if (rid.ok()) a.upstream_request = *rid;
 }
 

@@ -114,7 +114,8 @@ class Relay : public moqt::TrackSource {
   };
   struct Announcement {
     RelayPeer* peer = nullptr;
-    std::optional<uint64_t> upstream_request;  // our PUBLISH_NAMESPACE to the upstream
+    std::optional<uint64_t> upstream_request;      // our PUBLISH_NAMESPACE to the upstream
+    std::vector<moqt::AuthToken> incoming_tokens;  // its PUBLISH_NAMESPACE's (the relay path)
   };
 
   uint64_t NowMs() const { return options_.clock_ms ? options_.clock_ms() : 0; }
