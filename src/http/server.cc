@@ -345,7 +345,10 @@ Awaitable<bool> Server::Impl::ServeOne(Stream& stream, beast::flat_buffer& buf, 
     if (ec != bhttp::error::end_of_stream && ec != asio::error::eof &&
         ec != beast::error::timeout && ec != asio::error::operation_aborted) {
       KVCS_LOG_DEBUG("{}: bad request head: {}", name(), ec.message());
-      if (ec == bhttp::error::header_limit || ec == bhttp::error::bad_target) {
+      // A field the parser refuses (a control character in a value, a bad name) is the
+      // client's error, answered as such (S3 and radosgw answer 400 too).
+      if (ec == bhttp::error::header_limit || ec == bhttp::error::bad_target ||
+          ec == bhttp::error::bad_value || ec == bhttp::error::bad_field) {
         StreamResponse<Stream> resp(stream, false, false, limits.io_timeout);
         co_await error_responder(resp, 400, "Malformed or oversized request head");
       }

@@ -13,6 +13,7 @@
 #include "s3/http_util.h"
 #include "s3/s3_error.h"
 #include "s3/sigv4.h"
+#include "s3/user_metadata.h"
 #include "s3/xml.h"
 
 namespace kvcs::s3 {
@@ -141,11 +142,7 @@ Result<PutOptions> OptionsFromHeaders(const ExtensionRequest& r) {
   if (auto v = r.Header("content-disposition")) o.content_disposition = std::string(*v);
   if (auto v = r.Header("cache-control")) o.cache_control = std::string(*v);
   if (auto v = r.Header("expires")) o.expires = std::string(*v);
-  for (const auto& [k, v] : r.headers) {
-    if (k.size() > 11 && AsciiIEquals(std::string_view(k).substr(0, 11), "x-amz-meta-")) {
-      o.user_meta.emplace_back(AsciiLower(std::string_view(k).substr(11)), v);
-    }
-  }
+  KVCS_ASSIGN_OR_RETURN(o.user_meta, UserMetadataFromHeaders(r.headers));
   if (auto v = r.Header("content-md5")) {
     auto md5 = Base64Decode(*v);
     if (!md5.ok() || md5->size() != 16) {
@@ -168,7 +165,9 @@ HeaderList ObjectHeaders(const ObjectMeta& m) {
   if (!m.content_disposition.empty()) h.emplace_back("Content-Disposition", m.content_disposition);
   if (!m.cache_control.empty()) h.emplace_back("Cache-Control", m.cache_control);
   if (!m.expires.empty()) h.emplace_back("Expires", m.expires);
-  for (const auto& [k, v] : m.user_meta) h.emplace_back("x-amz-meta-" + k, v);
+  for (const auto& [k, v] : m.user_meta) {
+    h.emplace_back(std::string(kUserMetaPrefix) + k, EncodeUserMetadataValue(v));
+  }
   if (m.parts_count > 0) h.emplace_back("x-amz-mp-parts-count", std::to_string(m.parts_count));
   return h;
 }

@@ -16,6 +16,7 @@
 #include "common/hex.h"
 #include "common/strings.h"
 #include "s3/http_util.h"
+#include "s3/user_metadata.h"
 #include "s3client/connection_pool.h"
 #include "s3client/http_connection.h"
 #include "s3client/http_headers.h"
@@ -50,7 +51,10 @@ void AddPutOptions(const PutObjectOptions& o, HeaderPairs* h) {
   if (!o.content_disposition.empty()) h->emplace_back("content-disposition", o.content_disposition);
   if (!o.cache_control.empty()) h->emplace_back("cache-control", o.cache_control);
   if (!o.expires.empty()) h->emplace_back("expires", o.expires);
-  for (const auto& [k, v] : o.user_meta) h->emplace_back("x-amz-meta-" + AsciiLower(k), v);
+  for (const auto& [k, v] : o.user_meta) {
+    h->emplace_back(std::string(s3::kUserMetaPrefix) + AsciiLower(k),
+                    s3::EncodeUserMetadataValue(v));
+  }
 }
 
 // The representation headers HEAD and GET share (size left to the caller).
@@ -63,10 +67,10 @@ ObjectHead HeadFromResponse(const HttpResponse& r) {
   h.cache_control = std::string(r.Header("cache-control"));
   h.expires = std::string(r.Header("expires"));
   if (auto t = s3::ParseHttpDate(r.Header("last-modified"))) h.last_modified_ms = *t * 1000;
-  constexpr std::string_view kMeta = "x-amz-meta-";
+  constexpr std::string_view kMeta = s3::kUserMetaPrefix;
   for (const auto& [k, v] : r.headers) {
     if (k.size() > kMeta.size() && k.compare(0, kMeta.size(), kMeta) == 0) {
-      h.user_meta.emplace_back(k.substr(kMeta.size()), v);
+      h.user_meta.emplace_back(k.substr(kMeta.size()), s3::DecodeUserMetadataValue(v));
     }
   }
   std::sort(h.user_meta.begin(), h.user_meta.end());
