@@ -51,6 +51,7 @@ struct StoreFlags {
   std::string s3_endpoint, s3_access_key, s3_secret_key, s3_region, s3_bucket_prefix;
   std::string s3_ca_file;    // https backend: trust this CA (PEM) instead of the system store
   bool s3_insecure = false;  // https backend: DEVELOPMENT ONLY, no certificate checks
+  bool s3_conditional_writes = false;  // pass conditional PUTs to the S3 backend
   std::string rados_pool, rados_namespace, ceph_conf, keyring, rados_client_id;
   // Same-host delivery socket; empty = ROOT/shm.sock, "none" = off.
   std::string shm_socket;
@@ -150,6 +151,7 @@ std::unique_ptr<store::ObjectStore> OpenS3Backend(const StoreFlags& f, std::stri
   if (!f.s3_bucket_prefix.empty()) c.s3.bucket_prefix = f.s3_bucket_prefix;
   if (!f.s3_ca_file.empty()) c.s3.client.ca_file = f.s3_ca_file;
   if (f.s3_insecure) c.s3.client.insecure = true;
+  if (f.s3_conditional_writes) c.s3.conditional_writes = true;
   if (c.backend != "s3") return nullptr;
   c.s3.client.parallel_gets = std::max(c.s3.client.parallel_gets, 32);
   *error = s3client::FinishBackendConfig(&c);
@@ -438,6 +440,9 @@ RunFn Setup(CLI::App& app) {
                   "S3 backend endpoint, http://HOST:PORT or https://HOST[:PORT]");
   cmd->add_option("--s3-ca-file", flags->s3_ca_file,
                   "https backend: PEM CA bundle to verify it against (default: system store)");
+  cmd->add_flag("--s3-conditional-writes", flags->s3_conditional_writes,
+                "pass conditional PUTs (If-None-Match: *, If-Match) to the S3 backend, which "
+                "must evaluate them (AWS S3, Ceph radosgw); off: they are refused");
   cmd->add_flag("--s3-insecure", flags->s3_insecure,
                 "https backend: skip certificate checks (DEVELOPMENT ONLY)");
   cmd->add_option("--s3-access-key", flags->s3_access_key,

@@ -4,6 +4,7 @@
 #include <chrono>
 
 #include "common/hex.h"
+#include "s3client/xml_responses.h"
 
 namespace kvcs::s3client {
 
@@ -42,6 +43,9 @@ PutObjectOptions ToClientOptions(const store::PutOptions& o, const std::optional
     p.user_meta.emplace_back(k, v);
   }
   if (sha) p.user_meta.emplace_back(kSha256MetaName, ToHex(*sha));
+  // Passed on as the backend's own condition (S3BackendStore::Put admits only these forms).
+  if (!o.condition.if_match.empty()) p.if_match = StripQuotes(o.condition.if_match.front());
+  if (!o.condition.if_none_match.empty()) p.if_none_match = o.condition.if_none_match.front();
   return p;
 }
 
@@ -120,6 +124,9 @@ Status ToStoreStatus(const Status& s) {
       break;
     case ClientError::kMetadataTooLarge:
       e = StoreError::kMetadataTooLarge;
+      break;
+    case ClientError::kPreconditionFailed:
+      e = StoreError::kPreconditionFailed;
       break;
     case ClientError::kInvalidArgument:
       e = StoreError::kInvalidArgument;

@@ -131,6 +131,37 @@ Result<std::vector<store::BucketInfo>> S3BackendStore::ListBuckets() {
   return out;
 }
 
+namespace {
+
+// Whether the backend may evaluate o's condition (S3BackendOptions::conditional_writes).
+Status CheckBackendCondition(const store::PutOptions& o, const S3BackendOptions& options) {
+  const store::WriteCondition& c = o.condition;
+  if (c.empty()) return Status::Ok();
+  auto refuse = [](std::string why) {
+    return StoreErr(Code::kUnsupported, StoreError::kNotImplemented,
+                    "conditional PUT on the S3 backend: " + why);
+  };
+  if (!options.conditional_writes) {
+    return refuse(
+        "not enabled (set \"conditional_writes\": true in the backend config when the "
+        "service evaluates If-Match / If-None-Match on PUT)");
+  }
+  const bool none_star = c.if_none_match.size() == 1 && c.if_none_match[0] == "*";
+  if (c.if_match.size() > 1 || (!c.if_none_match.empty() && !none_star) ||
+      (!c.if_match.empty() && !c.if_none_match.empty())) {
+    return refuse("only If-None-Match: * or one If-Match ETag is passed on");
+  }
+  // One backend PUT evaluates the condition atomically; a multipart upload's completion would
+  // not (radosgw ignores conditions on CompleteMultipartUpload).
+  if (!o.expected_size || *o.expected_size > options.multipart_threshold) {
+    return refuse("the object must fit one backend PUT (at most " +
+                  std::to_string(options.multipart_threshold) + " bytes, length declared)");
+  }
+  return Status::Ok();
+}
+
+}  // namespace
+
 Result<std::unique_ptr<store::ObjectWriter>> S3BackendStore::Put(std::string_view bucket,
                                                                  std::string_view key,
                                                                  store::PutOptions options) {
@@ -139,13 +170,9 @@ Result<std::unique_ptr<store::ObjectWriter>> S3BackendStore::Put(std::string_vie
   if (options.expected_size && *options.expected_size > store::kMaxObjectBytes) {
     return StoreErr(Code::kResourceExhausted, StoreError::kEntityTooLarge, "object exceeds 5 TiB");
   }
-  // Conditional writes and ACLs need the backend's support, which is not wired: refused rather
-  // than silently unconditional (docs/protocols/s3-backend.md).
-  if (!options.condition.empty()) {
-    return StoreErr(
-        Code::kUnsupported, StoreError::kNotImplemented,
-        "conditional PUT (If-Match / If-None-Match) is not supported on the S3 backend");
-  }
+  // Conditional writes are the backend's to evaluate; ACLs are not kept there. Either is refused
+  // rather than silently unconditional (docs/protocols/s3-backend.md).
+  KVCS_RETURN_IF_ERROR(CheckBackendCondition(options, impl_->options));
   if (!options.acl.empty()) {
     return StoreErr(Code::kUnsupported, StoreError::kNotImplemented,
                     "object ACLs are not kept on the S3 backend");

@@ -459,6 +459,9 @@ Result<std::string> S3Client::PutObject(std::string_view bucket, std::string_vie
   RequestSpec s = impl_->Spec(http::verb::put, Impl::ObjectPath(bucket, key));
   Impl::SetBody(&s, body);
   AddPutOptions(options, &s.headers);
+  if (!options.if_match.empty()) s.headers.emplace_back("if-match", options.if_match);
+  if (!options.if_none_match.empty())
+    s.headers.emplace_back("if-none-match", options.if_none_match);
   if (content_md5) s.headers.emplace_back("content-md5", Base64Encode(*content_md5));
   KVCS_ASSIGN_OR_RETURN(HttpResponse r, impl_->Execute(s));
   return StripQuotes(r.Header("etag"));

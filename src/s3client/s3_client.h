@@ -113,6 +113,10 @@ struct PutObjectOptions {
   std::string cache_control;
   std::string expires;
   std::vector<std::pair<std::string, std::string>> user_meta;  // names without x-amz-meta-
+  // PutObject only: sent as If-Match (an ETag without quotes, or "*") and If-None-Match (only
+  // "*" is meaningful on a PUT) when not empty; a failed condition is kPreconditionFailed.
+  std::string if_match;
+  std::string if_none_match;
 };
 
 // One range of a ParallelGet. The caller owns every field; on return `result` holds the byte

@@ -48,6 +48,11 @@ Status ParseBackendConfig(std::string_view text, BackendConfig* c) {
     } else if (key == "insecure") {
       if (!value.is_boolean()) return InvalidArgument("backend config: insecure must be a boolean");
       c->s3.client.insecure = value.get<bool>();
+    } else if (key == "conditional_writes") {
+      if (!value.is_boolean()) {
+        return InvalidArgument("backend config: conditional_writes must be a boolean");
+      }
+      c->s3.conditional_writes = value.get<bool>();
     } else if (key == "region") {
       KVCS_RETURN_IF_ERROR(str("region", &c->s3.client.credentials.region));
     } else if (key == "bucket_prefix") {

@@ -10,7 +10,8 @@
 //    "region": "us-east-1", "bucket_prefix": "",
 //    "parallel_gets": 32, "max_connections": 64,
 //    "max_attempts": 5, "attempt_timeout_ms": 10000, "total_deadline_ms": 30000,
-//    "multipart_threshold_bytes": 16777216, "part_bytes": 8388608}
+//    "multipart_threshold_bytes": 16777216, "part_bytes": 8388608,
+//    "conditional_writes": false}            // pass conditional PUTs on (the service evaluates)
 // Unknown members are refused (a typo must not silently fall back to a default). When the
 // secret key is absent it is read from $KVCS_BACKEND_SECRET_KEY (and the access key from
 // $KVCS_BACKEND_ACCESS_KEY), so secrets need not sit in files or on command lines.
