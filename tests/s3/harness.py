@@ -11,6 +11,7 @@ import datetime
 import hashlib
 import hmac
 import os
+import re
 import shlex
 import shutil
 import signal
@@ -22,6 +23,7 @@ import urllib.parse
 ACCESS_KEY = "kvcstestkey"
 SECRET_KEY = "kvcs-test-secret-0123456789abcdef"
 REGION = "us-east-1"
+_TEST_KEYS = (ACCESS_KEY, SECRET_KEY)
 
 
 def clean_env(home):
@@ -69,7 +71,7 @@ class Store:
         for line in self.proc.stdout:  # blocks until the server prints its address
             self.banner.append(line)
             if "listening on http://" in line or "listening on https://" in line:
-                self.port = int(line.rsplit(":", 1)[1].split()[0])
+                self.port = int(re.search(r"listening on https?://[^:\s]+:(\d+)", line).group(1))
                 break
         if self.port is None:
             err = self.proc.stderr.read()
@@ -105,10 +107,67 @@ class Store:
             raise RuntimeError("kvcs store exited with %s" % rc)
 
 
+class Radosgw:
+    """The Ceph fixture's radosgw (scripts/ceph-fixture.sh), to run the same test against it:
+    $KVCS_E2E_TARGET=radosgw and $KVCS_CEPH_DIR (the fixture's directory). Makes the fixture's
+    main user the default key of this module (ACCESS_KEY / SECRET_KEY). Has no process to stop."""
+
+    def __init__(self):
+        env = {}
+        with open(os.path.join(os.environ["KVCS_CEPH_DIR"], "fixture.env")) as f:
+            for line in f:
+                k, _, v = line.strip().partition("=")
+                env[k] = shlex.split(v)[0] if v else ""
+        global ACCESS_KEY, SECRET_KEY
+        ACCESS_KEY, SECRET_KEY = env["KVCS_CEPH_ACCESS_KEY"], env["KVCS_CEPH_SECRET_KEY"]
+        self.endpoint = env["KVCS_CEPH_RGW_ENDPOINT"]
+        self.tmp = tempfile.mkdtemp(prefix="kvcs-s3-rgw-")
+        self.home = os.path.join(self.tmp, "home")
+        os.makedirs(self.home, exist_ok=True)
+        self.env = clean_env(self.home)
+
+    def purge(self, buckets):
+        """Deletes these buckets (objects and uploads first) if a previous run left them."""
+        c = boto_client(self.endpoint)
+        for b in buckets:
+            try:
+                for u in c.list_multipart_uploads(Bucket=b).get("Uploads", []):
+                    c.abort_multipart_upload(Bucket=b, Key=u["Key"], UploadId=u["UploadId"])
+                for page in c.get_paginator("list_objects_v2").paginate(Bucket=b):
+                    for o in page.get("Contents", []):
+                        c.delete_object(Bucket=b, Key=o["Key"])
+                c.delete_bucket(Bucket=b)
+            except Exception:  # absent, or another user's
+                pass
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        shutil.rmtree(self.tmp, ignore_errors=True)
+
+
+def target():
+    """"kvcs" (a `kvcs store` the test starts) or "radosgw" ($KVCS_E2E_TARGET)."""
+    return os.environ.get("KVCS_E2E_TARGET", "kvcs")
+
+
 def backend_args(ns):
     """The extra store arguments of $KVCS_E2E_STORE_ARGS for a store whose unique name is ns."""
     extra = os.environ.get("KVCS_E2E_STORE_ARGS", "")
+    if "{rgw_" in extra:  # the S3 backend on the Ceph fixture's radosgw ($KVCS_CEPH_DIR)
+        rgw = Radosgw()
+        extra = (extra.replace("{rgw_endpoint}", rgw.endpoint)
+                 .replace("{rgw_access_key}", shlex.quote(ACCESS_KEY))
+                 .replace("{rgw_secret_key}", shlex.quote(SECRET_KEY)))
+        rgw.__exit__()
+        restore_test_keys()
     return shlex.split(extra.replace("{ns}", ns.replace("_", "-")))
+
+
+def restore_test_keys():
+    global ACCESS_KEY, SECRET_KEY
+    ACCESS_KEY, SECRET_KEY = _TEST_KEYS
 
 
 def write_aws_profiles(home, profiles):
@@ -137,8 +196,10 @@ def http_status(url, data=None, method="GET"):
         return e.code
 
 
-def boto_client(endpoint, access=ACCESS_KEY, secret=SECRET_KEY, style="path"):
+def boto_client(endpoint, access=None, secret=None, style="path"):
     import boto3
+    access = access or ACCESS_KEY
+    secret = secret or SECRET_KEY
     from botocore.config import Config
     return boto3.client(
         "s3", endpoint_url=endpoint, region_name=REGION, aws_access_key_id=access,
@@ -193,8 +254,10 @@ def signing_key(secret, date):
     return _hmac(k, "aws4_request")
 
 
-def sign_request(method, path, host, headers, payload_hash, secret=SECRET_KEY,
-                 access=ACCESS_KEY, amz_date=None, canonical_query=""):
+def sign_request(method, path, host, headers, payload_hash, secret=None,
+                 access=None, amz_date=None, canonical_query=""):
+    secret = secret or SECRET_KEY
+    access = access or ACCESS_KEY
     amz_date = amz_date or datetime.datetime.utcnow().strftime("%Y%m%dT%H%M%SZ")
     date = amz_date[:8]
     headers = dict(headers)
