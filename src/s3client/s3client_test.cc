@@ -500,7 +500,12 @@ TEST(StoreFactory, ParsesStrictConfig) {
                   .ok());
   EXPECT_TRUE(dev.s3.client.insecure);
   EXPECT_TRUE(FinishBackendConfig(&dev).ok());
-  for (const char* bad : {R"({"insecure":"yes"})", R"({"insecure":1})", R"({"ca_file":3})"}) {
+  EXPECT_FALSE(dev.s3.conditional_writes);  // off unless the config says the service evaluates
+  BackendConfig cond;
+  ASSERT_TRUE(ParseBackendConfig(R"({"conditional_writes":true})", &cond).ok());
+  EXPECT_TRUE(cond.s3.conditional_writes);
+  for (const char* bad : {R"({"insecure":"yes"})", R"({"insecure":1})", R"({"ca_file":3})",
+                          R"({"conditional_writes":"on"})"}) {
     BackendConfig d;
     EXPECT_FALSE(ParseBackendConfig(bad, &d).ok()) << bad;
   }
