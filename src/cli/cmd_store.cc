@@ -420,7 +420,7 @@ RunFn Setup(CLI::App& app) {
                   "Unix socket where clients on this host register shared buffers for "
                   "aggregated GETs (default ROOT/shm.sock; none: off)");
   flags->index.Add(cmd,
-                   "register stored blocks with this KVSP Index Service (http://HOST:PORT): "
+                   "register stored blocks with this KVSP Index Service (http[s]://HOST:PORT): "
                    "after each aggregated PUT into the KV bucket, withdrawn on delete; what the "
                    "bucket holds is re-registered at start and renewed every half lease");
   cmd->add_option("--public-url", flags->public_url,
