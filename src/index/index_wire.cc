@@ -80,14 +80,29 @@ Result<Val> Required(const Val& v, std::string_view name) {
   return *m;
 }
 
+// 0..15 for a lowercase hex digit, 16 for any other byte.
+constexpr std::array<uint8_t, 256> kLowerHexValue = [] {
+  std::array<uint8_t, 256> t{};
+  t.fill(16);
+  for (int c = 0; c < 10; ++c) t['0' + c] = uint8_t(c);
+  for (int c = 0; c < 6; ++c) t['a' + c] = uint8_t(10 + c);
+  return t;
+}();
+
+// Exactly 64 lowercase hex characters, decoded in one pass.
 Result<Digest> Hex32(std::string_view s, std::string_view name) {
-  if (!IsLowerHex(s, 2 * kDigestSize)) {
+  Digest d{};
+  bool ok = s.size() == 2 * kDigestSize;
+  for (size_t i = 0; ok && i < kDigestSize; ++i) {
+    uint8_t hi = kLowerHexValue[uint8_t(s[2 * i])], lo = kLowerHexValue[uint8_t(s[2 * i + 1])];
+    ok = hi < 16 && lo < 16;
+    d[i] = uint8_t(hi << 4 | lo);
+  }
+  if (!ok) {
     return Err(IndexError::kBadHex,
                std::string(name) + " is not 64 lowercase hex characters (32 bytes)");
   }
-  auto d = FromHexFixed<kDigestSize>(s);
-  if (!d.ok()) return Err(IndexError::kBadHex, std::string(name) + ": " + d.status().message());
-  return *d;
+  return d;
 }
 
 Result<Digest> Hex32(const Val& v, std::string_view name) {
