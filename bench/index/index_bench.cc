@@ -5,8 +5,9 @@
 //                     for anything that keeps records in Redis
 //   embedded store    EmbeddedRecordStore::Lookup in process (the in-memory registry)
 //   redis store       RedisRecordStore::Lookup in process (one pipeline of HGETALLs)
-//   http + embedded   IndexClient::Lookup -> kvcs index's IndexService on http::Server (a fresh
-//   http + redis      connection per lookup, as holders and consumers do), embedded or Redis
+//   http + embedded   IndexClient::Lookup -> kvcs index's IndexService on http::Server (the
+//   http + redis      client's keep-alive connection, as holders and consumers use it), embedded
+//                     or Redis
 //
 // Latency: median and p99 wall time per lookup. Lookups/s per core: lookups per CPU second,
 // counting this process (client, server and workers) and, for Redis, redis-server's own CPU

@@ -464,7 +464,7 @@ RunFn Setup(CLI::App& app) {
   cmd->add_option("--out", a->out, "write the verified cache here (safetensors)");
   a->tls.Add(cmd);
   a->index.Add(cmd,
-               "first ask this KVSP Index Service (http://HOST:PORT) for the longest held prefix "
+               "first ask this KVSP Index Service (http[s]://HOST:PORT) for the longest held prefix "
                "and its holders (printed); a moqt:// holder is retrieved directly");
   cmd->footer(
       "Example:\n"

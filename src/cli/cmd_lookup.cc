@@ -78,7 +78,7 @@ RunFn Setup(CLI::App& app) {
   auto a = std::make_shared<LookupArgs>();
   a->index.url = "http://127.0.0.1:7070";
   a->index.timeout_s = 10;
-  a->index.Add(cmd, "the index, http://HOST:PORT", /*plain_token=*/true);
+  a->index.Add(cmd, "the index, http[s]://HOST:PORT", /*plain_token=*/true);
   cmd->get_option("--index")->capture_default_str();
   cmd->add_option("--descriptor", a->descriptor, "KVSP Compatibility Descriptor (JSON file)")
       ->required();

@@ -390,7 +390,7 @@ RunFn Setup(CLI::App& app) {
   a->tls.Add(cmd);  // with --relay: --ca/--insecure, --auth-token, ...
   a->index.Add(cmd,
                "once every layer is published, register the namespace with this KVSP Index "
-               "Service (http://HOST:PORT) and renew the lease while serving; withdrawn at exit");
+               "Service (http[s]://HOST:PORT) and renew the lease while serving; withdrawn at exit");
   cmd->add_option("--public-url", a->public_url,
                   "the moqt:// URL subscribers reach (default: moqt://LISTEN/)");
   cmd->add_option("--index-ttl", a->index_ttl_s, "lease of the registration, seconds")

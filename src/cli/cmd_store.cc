@@ -13,11 +13,10 @@
 #include "cli/cli_util.h"
 #include "cli/command.h"
 #include "cli/index_options.h"
+#include "cli/store_registration.h"
 #include "common/crypto.h"
 #include "common/hex.h"
 #include "common/log.h"
-#include "index/lease_keeper.h"
-#include "index/registration_queue.h"
 #include "objcache/block_event_store.h"
 #include "objcache/block_events.h"
 #include "objcache/service.h"
@@ -60,6 +59,7 @@ struct StoreFlags {
   std::string public_url;            // what the index tells consumers; default from --listen
   uint64_t index_ttl_s = 24 * 3600;  // the lease of each registration
   size_t index_queue = 1024;         // registrations waiting at most
+  double index_scan_rate = 2000;     // block objects read per second when re-registering
 };
 
 // BlockEvents that forward to a target set later (or never); safe to call from any thread.
@@ -76,62 +76,6 @@ class DeferredEvents final : public objcache::BlockEvents {
 
  private:
   std::atomic<objcache::BlockEvents*> target_{nullptr};
-};
-
-// Announces what aggregated PUTs stored, and what deletes removed, to a KVSP Index Service:
-// holder = PUBLIC_URL/_kvsp (the KVSP §8 endpoints), tier object-store. Called on the server's
-// threads; never blocks (RegistrationQueue sends in the background, drops when full).
-class IndexAnnouncer final : public objcache::BlockEvents {
- public:
-  IndexAnnouncer(index::IndexClient client, std::string holder, std::string kv_bucket,
-                 uint64_t ttl_ms, size_t max_pending)
-      : holder_(std::move(holder)),
-        kv_bucket_(std::move(kv_bucket)),
-        ttl_ms_(ttl_ms),
-        queue_(std::move(client), {.max_pending = max_pending}) {}
-
-  void OnStored(const std::string& bucket, std::span<const objcache::StoredBlock> blocks,
-                std::optional<Digest> anchor) override {
-    if (bucket != kv_bucket_) return;  // the KVSP endpoints serve this bucket only
-    // One registration per run of blocks that share scope, compat, codec and layers.
-    size_t i = 0;
-    while (i < blocks.size()) {
-      const objcache::StoredBlock& b = blocks[i];
-      index::RegisterRequest r;
-      r.compat_id = b.compat_id;
-      r.scope_id = b.scope_id;
-      r.replica = {holder_, index::Tier::kObjectStore, {b.codec}, b.layer_first, b.layer_count};
-      r.ttl_ms = ttl_ms_;
-      for (; i < blocks.size(); ++i) {
-        const objcache::StoredBlock& c = blocks[i];
-        if (c.scope_id != b.scope_id || c.compat_id != b.compat_id || c.codec != b.codec ||
-            c.layer_first != b.layer_first || c.layer_count != b.layer_count) {
-          break;
-        }
-        r.block_keys.push_back(c.block_key);
-      }
-      // The anchor goes with the run holding the chain's last key (every block of the chain is
-      // in this PUT, so this holder has the whole prefix).
-      if (anchor && i == blocks.size()) r.anchor_key = anchor;
-      for (index::RegisterRequest& chunk : index::ChunkRegistration(r)) {
-        queue_.Enqueue(std::move(chunk));
-      }
-    }
-  }
-
-  void OnDeleted(const std::string& bucket, const objcache::DeletedBlock& d) override {
-    if (bucket != kv_bucket_ || d.other_codecs_remain) return;
-    queue_.Enqueue(index::WithdrawRequest{d.compat_id, d.scope_id, holder_, {d.block_key}});
-  }
-
-  const std::string& holder() const { return holder_; }
-  index::RegistrationQueueStats stats() const { return queue_.stats(); }
-  bool WaitIdle(std::chrono::milliseconds bound) { return queue_.WaitIdle(bound); }
-
- private:
-  const std::string holder_, kv_bucket_;
-  const uint64_t ttl_ms_;
-  index::RegistrationQueue queue_;
 };
 
 // The S3 backend from --backend-config and/or the --s3-* flags (flags win). Returns null with
@@ -326,6 +270,7 @@ int Run(const StoreFlags& f) {
     return Fail(cmd, "--public-url needs --index", "it names this store in the index");
   }
   std::unique_ptr<IndexAnnouncer> announcer;
+  std::unique_ptr<HoldingsRenewal> renewal;
   DeferredEvents events;
   if (index_client) so.events = &events;
   objcache::BlockEventStore observed(active, events, so.kv_bucket);
@@ -362,8 +307,18 @@ int Run(const StoreFlags& f) {
     announcer = std::make_unique<IndexAnnouncer>(*index_client, base + "/_kvsp", so.kv_bucket,
                                                  f.index_ttl_s * 1000, f.index_queue);
     events.Set(announcer.get());
+    // What the bucket already holds (a previous run's blocks) is announced again at once, then
+    // every half lease, so that the leases of everything held keep running.
+    HoldingsRenewalOptions ro;
+    ro.inventory.max_blocks_per_s = f.index_scan_rate;
+    ro.policy.ttl_ms = f.index_ttl_s * 1000;
+    ro.policy.retry_min_ms = std::min<uint64_t>(1000, ro.policy.ttl_ms / 4);
+    ro.policy.retry_max_ms = std::min<uint64_t>(60'000, ro.policy.ttl_ms / 4);
+    renewal = std::make_unique<HoldingsRenewal>(active, *announcer, ro);
+    renewal->Start();
     std::cout << "kvcs store: registering blocks of bucket " << so.kv_bucket << " with index "
-              << index_client->url() << " as " << announcer->holder() << "\n";
+              << index_client->url() << " as " << announcer->holder() << " (lease " << f.index_ttl_s
+              << " s, renewed every " << (f.index_ttl_s * 1000 / 2) << " ms)\n";
   }
   std::cout << "kvcs store: listening on " << (tls ? "https" : "http") << "://"
             << config.listen_host << ":" << server.port() << " (" << backend_desc << ")\n";
@@ -378,12 +333,17 @@ int Run(const StoreFlags& f) {
   std::cout << std::flush;
   server.Run(/*handle_signals=*/true);
   if (announcer) {
+    renewal->Stop();
     events.Set(nullptr);
     announcer->WaitIdle(std::chrono::seconds(2));  // bounded: an unreachable index cannot hold us
     auto st = announcer->stats();
     std::cout << "kvcs store: index: " << st.sent << " sent, " << st.failed << " failed, "
               << st.dropped << " dropped, " << st.pending << " pending"
               << (st.last_error.empty() ? "" : " (last error: " + st.last_error + ")") << "\n";
+    auto rs = renewal->stats();
+    std::cout << "kvcs store: index: " << rs.passes
+              << " passes over the bucket (last: " << rs.blocks << " blocks, " << rs.anchors
+              << " prefixes, " << rs.skipped << " skipped), " << rs.failed_passes << " failed\n";
   }
   std::cout << "kvcs store: stopped\n";
   return 0;
@@ -465,13 +425,19 @@ RunFn Setup(CLI::App& app) {
                   "Unix socket where clients on this host register shared buffers for "
                   "aggregated GETs (default ROOT/shm.sock; none: off)");
   flags->index.Add(cmd,
-                   "register stored blocks with this KVSP Index Service (http://HOST:PORT): "
-                   "after each aggregated PUT into the KV bucket, withdrawn on delete");
+                   "register stored blocks with this KVSP Index Service (http[s]://HOST:PORT): "
+                   "after each aggregated PUT into the KV bucket, withdrawn on delete; what the "
+                   "bucket holds is re-registered at start and renewed every half lease");
   cmd->add_option("--public-url", flags->public_url,
                   "this store's URL as consumers reach it (default: http(s)://LISTEN); the index "
                   "holder is PUBLIC_URL/_kvsp");
   cmd->add_option("--index-ttl", flags->index_ttl_s, "lease of each registration, seconds")
       ->check(CLI::Range(uint64_t{1}, uint64_t{24 * 3600}))
+      ->capture_default_str();
+  cmd->add_option("--index-scan-rate", flags->index_scan_rate,
+                  "block objects read per second when re-registering what the bucket holds (at "
+                  "start, then every half lease); a pass must fit in half the lease")
+      ->check(CLI::Range(1.0, 1e6))
       ->capture_default_str();
   cmd->add_option("--index-queue", flags->index_queue,
                   "registrations waiting for the index at most (more are dropped and counted)")

@@ -1,6 +1,7 @@
 // The options by which a kvcs command talks to a KVSP Index Service (docs/protocols/
-// kvsp-index.md): --index URL plus a bearer token (--index-token or --index-token-file), and the
-// client they make. Header-only, like cli_util.h.
+// kvsp-index.md): --index URL plus a bearer token (--index-token or --index-token-file), for an
+// https:// index the CA to trust (--index-ca-file) or --index-insecure, and the client they
+// make. Header-only, like cli_util.h.
 #ifndef KVCS_CLI_INDEX_OPTIONS_H_
 #define KVCS_CLI_INDEX_OPTIONS_H_
 
@@ -27,9 +28,12 @@ struct IndexOptions {
   std::string url;
   std::string token, token_file;
   double timeout_s = 5;
+  std::string ca_file;
+  bool insecure = false;
 
-  // `flag` names the URL option ("--index"); the token options are "<flag>-token[-file]" unless
-  // `plain_token` (kvcs lookup's --token/--token-file, whose only server is the index).
+  // The URL option is "--index"; the others are "--index-token[-file]", "--index-timeout",
+  // "--index-ca-file" and "--index-insecure" unless `plain_token` (kvcs lookup's --token,
+  // --timeout, --ca-file, --insecure: its only server is the index).
   void Add(CLI::App* cmd, const std::string& url_help, bool plain_token = false) {
     cmd->add_option("--index", url, url_help);
     std::string t = plain_token ? "--token" : "--index-token";
@@ -40,6 +44,12 @@ struct IndexOptions {
                     "seconds per index request")
         ->check(CLI::Range(0.001, 600.0))
         ->capture_default_str();
+    std::string p = plain_token ? "--" : "--index-";
+    cmd->add_option(p + "ca-file", ca_file,
+                    "https index: PEM CA (or self-signed certificate) to trust instead of the "
+                    "system store");
+    cmd->add_flag(p + "insecure", insecure,
+                  "https index: skip certificate checks (DEVELOPMENT ONLY)");
   }
   bool enabled() const { return !url.empty(); }
   // The client; the message of a failure says which option is wrong.
@@ -48,6 +58,8 @@ struct IndexOptions {
     o.url = url;
     o.bearer = token;
     o.timeout = std::chrono::milliseconds(static_cast<int64_t>(timeout_s * 1000));
+    o.ca_file = ca_file;
+    o.insecure = insecure;
     if (!token_file.empty()) {
       auto b = ReadBearerFile(token_file);
       if (!b.ok()) return b.status();

@@ -4,23 +4,54 @@
 #include "common/asio.h"  // first: fixes the Boost 1.74 + GCC 12 trap (shared/style.md §0)
 
 #include <algorithm>
-#include <boost/beast/core.hpp>
-#include <boost/beast/http.hpp>
+#include <mutex>
 #include <utility>
 
 #include "common/strings.h"
+#include "s3client/connection_pool.h"
+#include "s3client/errors.h"
 
 namespace kvcs::index {
 namespace {
 
-namespace beast = boost::beast;
 namespace bhttp = boost::beast::http;
 
 Status ClientStatus(Code code, IndexClientError e, std::string message) {
   return Status(code, std::move(message), static_cast<int>(e));
 }
 
+// The typed index error of a transport failure (s3client's ClientError).
+Status FromTransport(const Status& s, const std::string& url, size_t max_response_bytes) {
+  using s3client::ClientError;
+  std::string where = "index " + url + ": ";
+  if (s.Is(ClientError::kTimeout) || s.Is(ClientError::kDeadlineExceeded)) {
+    return ClientStatus(Code::kUnavailable, IndexClientError::kTimeout,
+                        where + "timed out: " + s.message());
+  }
+  if (s.Is(ClientError::kResponseTooLarge)) {
+    return ClientStatus(Code::kResourceExhausted, IndexClientError::kBadResponse,
+                        where + "response above " + std::to_string(max_response_bytes) + " bytes");
+  }
+  if (s.Is(ClientError::kTlsCertificate) || s.Is(ClientError::kTlsHandshake)) {
+    return ClientStatus(Code::kUnavailable, IndexClientError::kTls, where + s.message());
+  }
+  if (s.code() == Code::kInvalidArgument) {  // an unreadable ca_file
+    return ClientStatus(Code::kInvalidArgument, IndexClientError::kTls, where + s.message());
+  }
+  if (s.Is(ClientError::kProtocol)) {
+    return ClientStatus(Code::kUnavailable, IndexClientError::kBadResponse, where + s.message());
+  }
+  return ClientStatus(Code::kUnavailable, IndexClientError::kUnreachable, where + s.message());
+}
+
 }  // namespace
+
+// The connection pool every copy of one client shares. Made at the first exchange (it resolves
+// the name and reads the CA file); a failure is returned and tried again on the next call.
+struct IndexClient::Transport {
+  std::mutex mu;
+  std::unique_ptr<s3client::ConnectionPool> pool;  // guarded by mu until set, then immutable
+};
 
 std::string_view IndexClientErrorName(IndexClientError e) {
   switch (e) {
@@ -34,6 +65,8 @@ std::string_view IndexClientErrorName(IndexClientError e) {
       return "timeout";
     case IndexClientError::kBadResponse:
       return "bad_response";
+    case IndexClientError::kTls:
+      return "tls";
   }
   return "unknown";
 }
@@ -45,23 +78,30 @@ IndexError IndexErrorFromName(std::string_view name) {
   return IndexError::kNone;
 }
 
+IndexClient::IndexClient(IndexClientOptions o)
+    : options_(std::move(o)), transport_(std::make_shared<Transport>()) {}
+
 Result<IndexClient> IndexClient::Create(IndexClientOptions options) {
-  constexpr std::string_view kScheme = "http://";
   std::string_view url = options.url;
   auto bad = [&](std::string why) {
     return ClientStatus(
         Code::kInvalidArgument, IndexClientError::kBadUrl,
-        "index URL '" + options.url + "' " + why + " (expected http://HOST:PORT[/base])");
+        "index URL '" + options.url + "' " + why + " (expected http[s]://HOST:PORT[/base])");
   };
-  if (url.substr(0, kScheme.size()) != kScheme) {
-    return bad(url.substr(0, 8) == "https://" ? "is https, which this client does not speak yet"
-                                              : "is not http://");
+  bool tls = false;
+  if (url.substr(0, 8) == "https://") {
+    tls = true;
+    url.remove_prefix(8);
+  } else if (url.substr(0, 7) == "http://") {
+    url.remove_prefix(7);
+  } else {
+    return bad("is not http:// or https://");
   }
-  url.remove_prefix(kScheme.size());
   size_t slash = url.find('/');
   std::string_view authority = url.substr(0, slash);
   std::string_view base = slash == std::string_view::npos ? "" : url.substr(slash);
   while (!base.empty() && base.back() == '/') base.remove_suffix(1);
+  if (base.find_first_of("?#") != std::string_view::npos) return bad("has a query or fragment");
   size_t colon = authority.rfind(':');
   if (colon == std::string_view::npos || colon == 0) return bad("has no HOST:PORT");
   std::string_view host = authority.substr(0, colon);
@@ -73,59 +113,70 @@ Result<IndexClient> IndexClient::Create(IndexClientOptions options) {
   if (options.timeout.count() <= 0) return bad("needs a positive timeout");
   IndexClient c(std::move(options));
   c.host_ = std::string(host);
-  c.port_ = std::to_string(*port);
+  c.port_ = *port;
+  c.tls_ = tls;
   c.base_ = std::string(base);
+  c.host_header_ = std::string(authority);
   return c;
 }
 
 Result<IndexClient::Answer> IndexClient::Exchange(std::string_view method,
                                                   const std::string& target,
                                                   std::string body) const {
-  boost::asio::io_context ioc;
-  beast::tcp_stream stream(ioc);
-  beast::error_code ec;
-  auto fail = [&](std::string_view step) {
-    bool timeout = ec == beast::error::timeout;
-    return ClientStatus(
-        Code::kUnavailable, timeout ? IndexClientError::kTimeout : IndexClientError::kUnreachable,
-        "index " + options_.url + ": " + std::string(step) + ": " +
-            (timeout ? "timed out after " + std::to_string(options_.timeout.count()) + " ms"
-                     : ec.message()));
-  };
-  // One deadline for the whole exchange (resolve, connect, write, read).
-  stream.expires_after(options_.timeout);
-  boost::asio::ip::tcp::resolver resolver(ioc);
-  auto endpoints = resolver.resolve(host_, port_, ec);
-  if (ec) return fail("resolve");
-  stream.connect(endpoints, ec);
-  if (ec) return fail("connect");
-  // The request head and body go out as two writes: without this, Nagle holds the body until
-  // the server's delayed ACK (~40 ms per lookup).
-  stream.socket().set_option(boost::asio::ip::tcp::no_delay(true), ec);
-  bhttp::request<bhttp::string_body> req{method == "GET" ? bhttp::verb::get : bhttp::verb::post,
-                                         base_ + target, 11};
-  req.set(bhttp::field::host, host_ + ":" + port_);
-  if (!options_.bearer.empty()) req.set(bhttp::field::authorization, "Bearer " + options_.bearer);
-  if (method != "GET") {
-    req.set(bhttp::field::content_type, "application/json");
-    req.body() = std::move(body);
+  const auto deadline = s3client::HttpConnection::Clock::now() + options_.timeout;
+  s3client::ConnectionPool* pool = nullptr;
+  {
+    std::lock_guard<std::mutex> lock(transport_->mu);
+    if (!transport_->pool) {
+      s3client::PoolOptions po;
+      po.host = host_;
+      po.port = port_;
+      po.tls = tls_;
+      po.ca_file = options_.ca_file;
+      po.insecure = options_.insecure;
+      po.max_connections = std::max(1, options_.max_connections);
+      auto p = s3client::ConnectionPool::Create(po);
+      if (!p.ok()) return FromTransport(p.status(), options_.url, options_.max_response_bytes);
+      transport_->pool = std::move(*p);
+    }
+    pool = transport_->pool.get();
   }
-  req.keep_alive(false);
-  req.prepare_payload();
-  bhttp::write(stream, req, ec);
-  if (ec) return fail("send");
-  beast::flat_buffer buffer;
-  bhttp::response_parser<bhttp::string_body> parser;
-  parser.body_limit(options_.max_response_bytes);
-  bhttp::read(stream, buffer, parser, ec);
-  if (ec == bhttp::error::body_limit) {
-    return ClientStatus(Code::kResourceExhausted, IndexClientError::kBadResponse,
-                        "index " + options_.url + ": response above " +
-                            std::to_string(options_.max_response_bytes) + " bytes");
+  const bool get = method == "GET";
+  for (int attempt = 0;; ++attempt) {
+    s3client::HttpConnection::Request req{get ? bhttp::verb::get : bhttp::verb::post,
+                                          base_ + target, 11};
+    req.set(bhttp::field::host, host_header_);
+    if (!options_.bearer.empty()) {
+      req.set(bhttp::field::authorization, "Bearer " + options_.bearer);
+    }
+    if (!get) req.set(bhttp::field::content_type, "application/json");
+    req.keep_alive(true);
+    req.body().data = body.empty() ? nullptr : body.data();
+    req.body().size = body.size();
+    req.body().more = false;
+    if (!get) req.content_length(body.size());
+    const uint64_t opened = pool->opened();
+    auto conn = pool->Acquire(deadline);
+    if (!conn.ok()) return FromTransport(conn.status(), options_.url, options_.max_response_bytes);
+    const bool reused = pool->opened() == opened;
+    s3client::HttpResponse resp;
+    Status s = (*conn)->Exchange(req, /*head=*/false, options_.max_response_bytes, deadline, &resp);
+    if (!s.ok()) {
+      pool->Discard(std::move(*conn));
+      // A kept-alive connection the index closed meanwhile: once more on a fresh one.
+      if (reused && attempt == 0 && !s.Is(s3client::ClientError::kTimeout) &&
+          !s.Is(s3client::ClientError::kResponseTooLarge)) {
+        continue;
+      }
+      return FromTransport(s, options_.url, options_.max_response_bytes);
+    }
+    if ((*conn)->reusable()) {
+      pool->Release(std::move(*conn));
+    } else {
+      pool->Discard(std::move(*conn));
+    }
+    return Answer{resp.status, std::string(resp.body.begin(), resp.body.end())};
   }
-  if (ec) return fail("receive");
-  stream.socket().shutdown(boost::asio::ip::tcp::socket::shutdown_both, ec);
-  return Answer{parser.get().result_int(), std::move(parser.get().body())};
 }
 
 Status IndexClient::Check(const Answer& a, unsigned want) const {

@@ -2,22 +2,26 @@
 // spec §7): lookup, anchors, register and withdraw over HTTP/1.1 with a bearer token, as holders
 // (kvcs store, kvcs publish) and consumers (kvcs lookup, kvcs get) call it.
 //
-// Each call is one blocking exchange on a fresh connection, bounded by `timeout` (connect, send
-// and the whole response) and by `max_response_bytes`. Errors are typed:
+// Each call is one blocking exchange over a keep-alive connection of a small pool (s3client's
+// ConnectionPool and HttpConnection: plain http:// or https:// with TLS 1.2+, the certificate
+// verified against `ca_file` or the system trust store unless `insecure`), bounded by `timeout`
+// (connect, handshake, send and the whole response) and by `max_response_bytes`. A pooled
+// connection the index closed meanwhile is replaced once (every §7 call is idempotent). Errors
+// are typed:
 //   - the index answered an error: the §7 body's IndexError (Status::Is(IndexError::kForbidden),
 //     kUnknownCompat, …) with the index's message, and the Code that IndexStatus gives it;
-//   - no answer: Code::kUnavailable with IndexClientError::kUnreachable (connect, reset) or
-//     kTimeout;
+//   - no answer: Code::kUnavailable with IndexClientError::kUnreachable (connect, reset),
+//     kTimeout, or kTls (the certificate or the handshake failed);
 //   - an answer that is not §7: kBadResponse.
-// Plain http:// only (an https:// index needs a TLS client here; not done yet).
 //
-// Thread-safe: const calls share nothing but the immutable options.
+// Copies share the pool (made at the first call, so Create does no I/O). Thread-safe.
 #ifndef KVCS_INDEX_INDEX_CLIENT_H_
 #define KVCS_INDEX_INDEX_CLIENT_H_
 
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <span>
 #include <string>
 #include <string_view>
@@ -34,6 +38,7 @@ enum class IndexClientError {
   kUnreachable,   // connect refused, reset, name not resolved
   kTimeout,       // no complete answer within the timeout
   kBadResponse,   // an answer that is not a §7 response (status or body)
+  kTls,           // https: the certificate failed verification, or the handshake failed
 };
 std::string_view IndexClientErrorName(IndexClientError e);
 
@@ -41,10 +46,13 @@ std::string_view IndexClientErrorName(IndexClientError e);
 IndexError IndexErrorFromName(std::string_view name);
 
 struct IndexClientOptions {
-  std::string url;     // http://HOST:PORT, optionally with a base path before /kvsp/v1
+  std::string url;     // http[s]://HOST:PORT, optionally with a base path before /kvsp/v1
   std::string bearer;  // the token (kvcs token), without "Bearer "; empty: none sent
   std::chrono::milliseconds timeout{5000};
   size_t max_response_bytes = kMaxResponseBytes;
+  std::string ca_file;    // https: trust this PEM CA (or self-signed certificate); empty: system
+  bool insecure = false;  // https: DEVELOPMENT ONLY, no certificate or name verification
+  int max_connections = 4;
 };
 
 class IndexClient {
@@ -67,7 +75,8 @@ class IndexClient {
   const std::string& url() const { return options_.url; }
 
  private:
-  explicit IndexClient(IndexClientOptions o) : options_(std::move(o)) {}
+  struct Transport;  // the pool, made at the first exchange
+  explicit IndexClient(IndexClientOptions o);
   struct Answer {
     unsigned status = 0;
     std::string body;
@@ -78,7 +87,10 @@ class IndexClient {
   Status Check(const Answer& a, unsigned want) const;
 
   IndexClientOptions options_;
-  std::string host_, port_, base_;
+  std::string host_, base_, host_header_;
+  uint16_t port_ = 0;
+  bool tls_ = false;
+  std::shared_ptr<Transport> transport_;
 };
 
 }  // namespace kvcs::index

@@ -77,12 +77,13 @@ LookupRequest Ask(std::vector<Digest> keys) {
 }
 
 TEST(IndexClientTest, BadUrls) {
-  for (const char* u :
-       {"", "https://x:1", "http://x", "http://:1", "http://x:0", "http://x:99999", "ftp://x:1"}) {
+  for (const char* u : {"", "https:/x:1", "http://x", "http://:1", "http://x:0", "http://x:99999",
+                        "ftp://x:1", "http://x:1/base?q"}) {
     auto c = IndexClient::Create({u});
     EXPECT_TRUE(!c.ok() && c.status().Is(IndexClientError::kBadUrl)) << u;
   }
   EXPECT_TRUE(IndexClient::Create({"http://127.0.0.1:7070/base/"}).ok());
+  EXPECT_TRUE(IndexClient::Create({"https://[::1]:7070"}).ok());
 }
 
 TEST(IndexClientTest, RegisterLookupWithdrawAndTypedErrors) {

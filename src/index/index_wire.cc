@@ -5,10 +5,12 @@
 #include <array>
 #include <initializer_list>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <utility>
 
 #include "common/hex.h"
 #include "common/strict_json.h"
+#include "index/wire_json.h"
 #include "kvsp/descriptor.h"
 
 namespace kvcs::index {
@@ -16,13 +18,15 @@ namespace {
 
 using json = nlohmann::json;
 using ojson = nlohmann::ordered_json;
+using Kind = WireJson::Kind;
+using NodeId = WireJson::NodeId;
 
 Status Err(IndexError e, std::string msg) { return IndexStatus(e, "index: " + std::move(msg)); }
 
 // One JSON document of at most `max_bytes` (requests: kMaxRequestBytes; responses:
 // kMaxResponseBytes), no duplicate members, at most kMaxJsonDepth deep.
-Result<json> ParseStrict(std::string_view text, size_t max_bytes = kMaxRequestBytes) {
-  auto j = ParseStrictJson(text, max_bytes, kMaxJsonDepth);
+Result<WireJson> ParseStrict(std::string_view text, size_t max_bytes = kMaxRequestBytes) {
+  auto j = WireJson::Parse(text, max_bytes, kMaxJsonDepth);
   if (j.ok()) return j;
   IndexError e = IndexError::kSyntax;
   if (j.status().Is(JsonError::kTooLarge)) e = IndexError::kTooLarge;
@@ -30,100 +34,143 @@ Result<json> ParseStrict(std::string_view text, size_t max_bytes = kMaxRequestBy
   return Err(e, j.status().message());
 }
 
-Status CheckObject(const json& j, std::string_view what,
+// A value of the tree: the checks below read members and elements through it.
+struct Val {
+  const WireJson& j;
+  NodeId n;
+  Kind kind() const { return j.kind(n); }
+  bool is_string() const { return kind() == Kind::kString; }
+  std::string_view str() const { return j.string(n); }
+  uint32_t size() const { return j.size(n); }
+  const Val* get() const { return this; }
+  // Elements or members, in document order.
+  template <typename F>
+  Status Each(F f) const {
+    NodeId c = j.first_child(n);
+    for (uint32_t i = 0; i < size(); ++i, c = j.next(c)) KVCS_RETURN_IF_ERROR(f(Val{j, c}));
+    return Status::Ok();
+  }
+};
+using OptVal = std::optional<Val>;
+
+Status CheckObject(const Val& v, std::string_view what,
                    std::initializer_list<std::string_view> allowed) {
-  if (!j.is_object()) return Err(IndexError::kNotObject, std::string(what) + " is not an object");
-  for (const auto& [k, v] : j.items()) {
+  if (v.kind() != Kind::kObject) {
+    return Err(IndexError::kNotObject, std::string(what) + " is not an object");
+  }
+  return v.Each([&](const Val& m) {
+    std::string_view k = v.j.key(m.n);
     if (std::find(allowed.begin(), allowed.end(), k) == allowed.end()) {
       return Err(IndexError::kUnknownField,
-                 std::string(what) + " has unknown member \"" + k + "\"");
+                 std::string(what) + " has unknown member \"" + std::string(k) + "\"");
     }
+    return Status::Ok();
+  });
+}
+
+OptVal Member(const Val& v, std::string_view name) {
+  NodeId m = v.j.member(v.n, name);
+  if (m == WireJson::npos) return std::nullopt;
+  return Val{v.j, m};
+}
+
+Result<Val> Required(const Val& v, std::string_view name) {
+  OptVal m = Member(v, name);
+  if (!m) return Err(IndexError::kMissingField, "missing member \"" + std::string(name) + "\"");
+  return *m;
+}
+
+// 0..15 for a lowercase hex digit, 16 for any other byte.
+constexpr std::array<uint8_t, 256> kLowerHexValue = [] {
+  std::array<uint8_t, 256> t{};
+  t.fill(16);
+  for (int c = 0; c < 10; ++c) t['0' + c] = uint8_t(c);
+  for (int c = 0; c < 6; ++c) t['a' + c] = uint8_t(10 + c);
+  return t;
+}();
+
+// Exactly 64 lowercase hex characters, decoded in one pass.
+Result<Digest> Hex32(std::string_view s, std::string_view name) {
+  Digest d{};
+  bool ok = s.size() == 2 * kDigestSize;
+  for (size_t i = 0; ok && i < kDigestSize; ++i) {
+    uint8_t hi = kLowerHexValue[uint8_t(s[2 * i])], lo = kLowerHexValue[uint8_t(s[2 * i + 1])];
+    ok = hi < 16 && lo < 16;
+    d[i] = uint8_t(hi << 4 | lo);
   }
-  return Status::Ok();
-}
-
-const json* Member(const json& j, std::string_view name) {
-  auto it = j.find(name);
-  return it == j.end() ? nullptr : &*it;
-}
-
-Result<const json*> Required(const json& j, std::string_view name) {
-  const json* v = Member(j, name);
-  if (!v) return Err(IndexError::kMissingField, "missing member \"" + std::string(name) + "\"");
-  return v;
-}
-
-Result<Digest> Hex32(const json& v, std::string_view name) {
-  if (!v.is_string()) {
-    return Err(IndexError::kWrongType, std::string(name) + " is not a string");
-  }
-  const std::string& s = v.get_ref<const std::string&>();
-  if (!IsLowerHex(s, 2 * kDigestSize)) {
+  if (!ok) {
     return Err(IndexError::kBadHex,
                std::string(name) + " is not 64 lowercase hex characters (32 bytes)");
   }
-  auto d = FromHexFixed<kDigestSize>(s);
-  if (!d.ok()) return Err(IndexError::kBadHex, std::string(name) + ": " + d.status().message());
-  return *d;
+  return d;
 }
 
-Result<Digest> GetHex32(const json& j, std::string_view name) {
-  KVCS_ASSIGN_OR_RETURN(const json* v, Required(j, name));
-  return Hex32(*v, name);
+Result<Digest> Hex32(const Val& v, std::string_view name) {
+  if (!v.is_string()) return Err(IndexError::kWrongType, std::string(name) + " is not a string");
+  return Hex32(v.str(), name);
 }
 
-Result<uint64_t> GetUint(const json& j, std::string_view name, uint64_t min, uint64_t max) {
-  KVCS_ASSIGN_OR_RETURN(const json* v, Required(j, name));
-  if (v->is_number_unsigned()) {
-    uint64_t x = v->get<uint64_t>();
+Result<Digest> GetHex32(const Val& j, std::string_view name) {
+  KVCS_ASSIGN_OR_RETURN(Val v, Required(j, name));
+  return Hex32(v, name);
+}
+
+Result<uint64_t> GetUint(const Val& j, std::string_view name, uint64_t min, uint64_t max) {
+  KVCS_ASSIGN_OR_RETURN(Val v, Required(j, name));
+  if (v.kind() == Kind::kUnsigned) {
+    uint64_t x = v.j.unsigned_value(v.n);
     if (x >= min && x <= max) return x;
-  } else if (!v->is_number_integer()) {
+  } else if (v.kind() != Kind::kNegative) {
     return Err(IndexError::kWrongType, std::string(name) + " is not an integer");
   }
   return Err(IndexError::kOutOfRange,
              std::string(name) + " is outside " + std::to_string(min) + ".." + std::to_string(max));
 }
 
-Result<std::string> GetString(const json& j, std::string_view name) {
-  KVCS_ASSIGN_OR_RETURN(const json* v, Required(j, name));
-  if (!v->is_string()) return Err(IndexError::kWrongType, std::string(name) + " is not a string");
-  return v->get<std::string>();
+Result<std::string_view> GetString(const Val& j, std::string_view name) {
+  KVCS_ASSIGN_OR_RETURN(Val v, Required(j, name));
+  if (!v.is_string()) return Err(IndexError::kWrongType, std::string(name) + " is not a string");
+  return v.str();
 }
 
-Result<const json*> GetArray(const json& j, std::string_view name, size_t min, size_t max) {
-  KVCS_ASSIGN_OR_RETURN(const json* v, Required(j, name));
-  if (!v->is_array()) return Err(IndexError::kWrongType, std::string(name) + " is not an array");
-  if (v->size() > max) {
-    return Err(IndexError::kTooMany, std::string(name) + " has " + std::to_string(v->size()) +
+Result<Val> GetArray(const Val& j, std::string_view name, size_t min, size_t max) {
+  KVCS_ASSIGN_OR_RETURN(Val v, Required(j, name));
+  if (v.kind() != Kind::kArray) {
+    return Err(IndexError::kWrongType, std::string(name) + " is not an array");
+  }
+  if (v.size() > max) {
+    return Err(IndexError::kTooMany, std::string(name) + " has " + std::to_string(v.size()) +
                                          " elements, above the limit of " + std::to_string(max));
   }
-  if (v->size() < min) return Err(IndexError::kEmpty, std::string(name) + " is empty");
+  if (v.size() < min) return Err(IndexError::kEmpty, std::string(name) + " is empty");
   return v;
 }
 
-Result<std::vector<Digest>> GetKeys(const json& j, std::string_view name) {
-  KVCS_ASSIGN_OR_RETURN(const json* a, GetArray(j, name, 1, kMaxKeysPerRequest));
+Result<std::vector<Digest>> GetKeys(const Val& j, std::string_view name) {
+  KVCS_ASSIGN_OR_RETURN(Val a, GetArray(j, name, 1, kMaxKeysPerRequest));
   std::vector<Digest> keys;
-  keys.reserve(a->size());
-  for (const json& v : *a) {
+  keys.reserve(a.size());
+  KVCS_RETURN_IF_ERROR(a.Each([&](const Val& v) {
     KVCS_ASSIGN_OR_RETURN(Digest d, Hex32(v, name));
     keys.push_back(d);
-  }
+    return Status::Ok();
+  }));
   return keys;
 }
 
-Result<std::vector<kvsp::Codec>> GetCodecs(const json& j) {
-  KVCS_ASSIGN_OR_RETURN(const json* a, GetArray(j, "codecs", 1, kMaxCodecs));
+Result<std::vector<kvsp::Codec>> GetCodecs(const Val& j) {
+  KVCS_ASSIGN_OR_RETURN(Val a, GetArray(j, "codecs", 1, kMaxCodecs));
   std::vector<kvsp::Codec> out;
-  for (const json& v : *a) {
+  KVCS_RETURN_IF_ERROR(a.Each([&](const Val& v) {
     if (!v.is_string()) return Err(IndexError::kWrongType, "codecs element is not a string");
-    auto c = kvsp::CodecFromName(v.get_ref<const std::string&>());
+    auto c = kvsp::CodecFromName(v.str());
     if (!c.ok()) return Err(IndexError::kBadCodec, "codec is not in the KVSP registry");
     if (std::find(out.begin(), out.end(), *c) != out.end()) {
-      return Err(IndexError::kBadCodec, "codec \"" + v.get<std::string>() + "\" listed twice");
+      return Err(IndexError::kBadCodec, "codec \"" + std::string(v.str()) + "\" listed twice");
     }
     out.push_back(*c);
-  }
+    return Status::Ok();
+  }));
   return out;
 }
 
@@ -135,11 +182,12 @@ Status CheckLayers(uint64_t first, uint64_t count) {
 }
 
 // holder, tier, codecs, layer_first, layer_count of a register request or a replica.
-Result<ReplicaInfo> GetReplicaInfo(const json& j) {
+Result<ReplicaInfo> GetReplicaInfo(const Val& j) {
   ReplicaInfo r;
-  KVCS_ASSIGN_OR_RETURN(r.holder, GetString(j, "holder"));
-  KVCS_RETURN_IF_ERROR(CheckHolder(r.holder));
-  KVCS_ASSIGN_OR_RETURN(std::string tier, GetString(j, "tier"));
+  KVCS_ASSIGN_OR_RETURN(std::string_view holder, GetString(j, "holder"));
+  KVCS_RETURN_IF_ERROR(CheckHolder(holder));
+  r.holder = std::string(holder);
+  KVCS_ASSIGN_OR_RETURN(std::string_view tier, GetString(j, "tier"));
   auto t = TierFromName(tier);
   if (!t.ok()) return Err(IndexError::kBadTier, t.status().message());
   r.tier = *t;
@@ -152,7 +200,7 @@ Result<ReplicaInfo> GetReplicaInfo(const json& j) {
   return r;
 }
 
-Result<Replica> GetReplica(const json& j) {
+Result<Replica> GetReplica(const Val& j) {
   KVCS_RETURN_IF_ERROR(CheckObject(
       j, "replica", {"holder", "tier", "codecs", "layer_first", "layer_count", "expires_ms"}));
   Replica r;
@@ -161,34 +209,23 @@ Result<Replica> GetReplica(const json& j) {
   return r;
 }
 
-Result<std::vector<Replica>> GetReplicas(const json& j, size_t max) {
-  KVCS_ASSIGN_OR_RETURN(const json* a, GetArray(j, "replicas", 0, max));
+Result<std::vector<Replica>> GetReplicas(const Val& j, size_t max) {
+  KVCS_ASSIGN_OR_RETURN(Val a, GetArray(j, "replicas", 0, max));
   std::vector<Replica> out;
-  out.reserve(a->size());
-  for (const json& v : *a) {
+  out.reserve(a.size());
+  KVCS_RETURN_IF_ERROR(a.Each([&](const Val& v) {
     KVCS_ASSIGN_OR_RETURN(Replica r, GetReplica(v));
     out.push_back(std::move(r));
-  }
+    return Status::Ok();
+  }));
   return out;
-}
-
-ojson CodecsJson(const std::vector<kvsp::Codec>& codecs) {
-  ojson a = ojson::array();
-  for (kvsp::Codec c : codecs) a.push_back(std::string(kvsp::CodecName(c)));
-  return a;
-}
-
-ojson KeysJson(const std::vector<Digest>& keys) {
-  ojson a = ojson::array();
-  for (const Digest& k : keys) a.push_back(ToHex(k));
-  return a;
 }
 
 std::string Dump(const ojson& o) {
   return o.dump(-1, ' ', /*ensure_ascii=*/true, json::error_handler_t::replace);
 }
 
-// Responses are written directly (a 4,096-key lookup answer is ~1 MB; building it as a DOM first
+// Messages are written directly (a 4,096-key lookup answer is ~1 MB; building it as a DOM first
 // cost more than the lookup itself), byte for byte as Dump would write them.
 void AppendString(std::string* out, std::string_view v) {
   bool plain = std::all_of(v.begin(), v.end(),
@@ -202,19 +239,57 @@ void AppendString(std::string* out, std::string_view v) {
   *out += '"';
 }
 
+// 64 lowercase hex characters, written in place.
+void AppendHex(std::string* out, const Digest& d) {
+  static constexpr char kDigits[] = "0123456789abcdef";
+  size_t at = out->size();
+  out->resize(at + 2 * d.size());
+  char* p = out->data() + at;
+  for (uint8_t b : d) {
+    *p++ = kDigits[b >> 4];
+    *p++ = kDigits[b & 15];
+  }
+}
+
+void AppendCodecs(std::string* out, const std::vector<kvsp::Codec>& codecs) {
+  *out += '[';
+  for (size_t i = 0; i < codecs.size(); ++i) {
+    if (i) *out += ',';
+    *out += '"';
+    *out += kvsp::CodecName(codecs[i]);
+    *out += '"';
+  }
+  *out += ']';
+}
+
+void AppendKeys(std::string* out, const std::vector<Digest>& keys) {
+  *out += '[';
+  for (size_t i = 0; i < keys.size(); ++i) {
+    if (i) *out += ',';
+    *out += '"';
+    AppendHex(out, keys[i]);
+    *out += '"';
+  }
+  *out += ']';
+}
+
+// `{"compat_id":"…","scope_id":"…"` (the object left open).
+void AppendIds(std::string* out, const Digest& compat_id, const Digest& scope_id) {
+  *out += "{\"compat_id\":\"";
+  AppendHex(out, compat_id);
+  *out += "\",\"scope_id\":\"";
+  AppendHex(out, scope_id);
+  *out += '"';
+}
+
 void AppendReplica(std::string* out, const Replica& r) {
   *out += "{\"holder\":";
   AppendString(out, r.info.holder);
   *out += ",\"tier\":\"";
   *out += TierName(r.info.tier);
-  *out += "\",\"codecs\":[";
-  for (size_t i = 0; i < r.info.codecs.size(); ++i) {
-    if (i) *out += ',';
-    *out += '"';
-    *out += kvsp::CodecName(r.info.codecs[i]);
-    *out += '"';
-  }
-  *out += "],\"layer_first\":" + std::to_string(r.info.layer_first) +
+  *out += "\",\"codecs\":";
+  AppendCodecs(out, r.info.codecs);
+  *out += ",\"layer_first\":" + std::to_string(r.info.layer_first) +
           ",\"layer_count\":" + std::to_string(r.info.layer_count) +
           ",\"expires_ms\":" + std::to_string(r.expires_ms) + "}";
 }
@@ -356,7 +431,8 @@ Status ValidateReplicaInfo(const ReplicaInfo& r) {
 }
 
 Result<LookupRequest> ParseLookupRequest(std::string_view text) {
-  KVCS_ASSIGN_OR_RETURN(json j, ParseStrict(text));
+  KVCS_ASSIGN_OR_RETURN(WireJson doc, ParseStrict(text));
+  const Val j{doc, doc.root()};
   KVCS_RETURN_IF_ERROR(
       CheckObject(j, "lookup", {"compat_id", "scope_id", "block_keys", "max_replicas"}));
   LookupRequest r;
@@ -371,7 +447,8 @@ Result<LookupRequest> ParseLookupRequest(std::string_view text) {
 }
 
 Result<RegisterRequest> ParseRegisterRequest(std::string_view text) {
-  KVCS_ASSIGN_OR_RETURN(json j, ParseStrict(text));
+  KVCS_ASSIGN_OR_RETURN(WireJson doc, ParseStrict(text));
+  const Val j{doc, doc.root()};
   KVCS_RETURN_IF_ERROR(
       CheckObject(j, "register",
                   {"compat_id", "scope_id", "holder", "tier", "codecs", "layer_first",
@@ -390,14 +467,16 @@ Result<RegisterRequest> ParseRegisterRequest(std::string_view text) {
 }
 
 Result<WithdrawRequest> ParseWithdrawRequest(std::string_view text) {
-  KVCS_ASSIGN_OR_RETURN(json j, ParseStrict(text));
+  KVCS_ASSIGN_OR_RETURN(WireJson doc, ParseStrict(text));
+  const Val j{doc, doc.root()};
   KVCS_RETURN_IF_ERROR(
       CheckObject(j, "withdraw", {"compat_id", "scope_id", "holder", "block_keys"}));
   WithdrawRequest r;
   KVCS_ASSIGN_OR_RETURN(r.compat_id, GetHex32(j, "compat_id"));
   KVCS_ASSIGN_OR_RETURN(r.scope_id, GetHex32(j, "scope_id"));
-  KVCS_ASSIGN_OR_RETURN(r.holder, GetString(j, "holder"));
-  KVCS_RETURN_IF_ERROR(CheckHolder(r.holder));
+  KVCS_ASSIGN_OR_RETURN(std::string_view holder, GetString(j, "holder"));
+  KVCS_RETURN_IF_ERROR(CheckHolder(holder));
+  r.holder = std::string(holder);
   KVCS_ASSIGN_OR_RETURN(r.block_keys, GetKeys(j, "block_keys"));
   return r;
 }
@@ -405,35 +484,39 @@ Result<WithdrawRequest> ParseWithdrawRequest(std::string_view text) {
 Result<AnchorsRequest> ParseAnchorsRequest(std::string_view compat_hex, std::string_view anchor_hex,
                                            std::string_view scope_hex) {
   AnchorsRequest r;
-  KVCS_ASSIGN_OR_RETURN(r.compat_id, Hex32(json(std::string(compat_hex)), "compat_id"));
-  KVCS_ASSIGN_OR_RETURN(r.anchor_key, Hex32(json(std::string(anchor_hex)), "anchor_key"));
-  KVCS_ASSIGN_OR_RETURN(r.scope_id, Hex32(json(std::string(scope_hex)), "scope_id"));
+  KVCS_ASSIGN_OR_RETURN(r.compat_id, Hex32(compat_hex, "compat_id"));
+  KVCS_ASSIGN_OR_RETURN(r.anchor_key, Hex32(anchor_hex, "anchor_key"));
+  KVCS_ASSIGN_OR_RETURN(r.scope_id, Hex32(scope_hex, "scope_id"));
   return r;
 }
 
 Result<LookupResponse> ParseLookupResponse(std::string_view text) {
-  KVCS_ASSIGN_OR_RETURN(json j, ParseStrict(text, kMaxResponseBytes));
+  KVCS_ASSIGN_OR_RETURN(WireJson doc, ParseStrict(text, kMaxResponseBytes));
+  const Val j{doc, doc.root()};
   KVCS_RETURN_IF_ERROR(CheckObject(j, "lookup response", {"matched", "entries"}));
   LookupResponse r;
   KVCS_ASSIGN_OR_RETURN(uint64_t matched, GetUint(j, "matched", 0, kMaxKeysPerRequest));
   r.matched = uint32_t(matched);
-  KVCS_ASSIGN_OR_RETURN(const json* entries, GetArray(j, "entries", 0, kMaxKeysPerRequest));
-  if (entries->size() != matched) {
+  KVCS_ASSIGN_OR_RETURN(Val entries, GetArray(j, "entries", 0, kMaxKeysPerRequest));
+  if (entries.size() != matched) {
     return Err(IndexError::kOutOfRange, "entries does not have one element per matched key");
   }
-  for (const json& e : *entries) {
+  r.entries.reserve(entries.size());
+  KVCS_RETURN_IF_ERROR(entries.Each([&](const Val& e) {
     KVCS_RETURN_IF_ERROR(CheckObject(e, "entry", {"block_key", "replicas"}));
     LookupEntry entry;
     KVCS_ASSIGN_OR_RETURN(entry.block_key, GetHex32(e, "block_key"));
     KVCS_ASSIGN_OR_RETURN(entry.replicas, GetReplicas(e, kMaxReplicasPerKey));
     if (entry.replicas.empty()) return Err(IndexError::kEmpty, "a matched key has no replica");
     r.entries.push_back(std::move(entry));
-  }
+    return Status::Ok();
+  }));
   return r;
 }
 
 Result<AnchorsResponse> ParseAnchorsResponse(std::string_view text) {
-  KVCS_ASSIGN_OR_RETURN(json j, ParseStrict(text, kMaxResponseBytes));
+  KVCS_ASSIGN_OR_RETURN(WireJson doc, ParseStrict(text, kMaxResponseBytes));
+  const Val j{doc, doc.root()};
   KVCS_RETURN_IF_ERROR(CheckObject(j, "anchors response", {"replicas"}));
   AnchorsResponse r;
   KVCS_ASSIGN_OR_RETURN(r.replicas, GetReplicas(j, kMaxReplicasPerKey));
@@ -441,21 +524,28 @@ Result<AnchorsResponse> ParseAnchorsResponse(std::string_view text) {
 }
 
 Result<ErrorBody> ParseErrorBody(std::string_view text) {
-  KVCS_ASSIGN_OR_RETURN(json j, ParseStrict(text, kMaxResponseBytes));
+  KVCS_ASSIGN_OR_RETURN(WireJson doc, ParseStrict(text, kMaxResponseBytes));
+  const Val j{doc, doc.root()};
   KVCS_RETURN_IF_ERROR(CheckObject(j, "error body", {"error", "message"}));
   ErrorBody e;
-  KVCS_ASSIGN_OR_RETURN(e.error, GetString(j, "error"));
-  KVCS_ASSIGN_OR_RETURN(e.message, GetString(j, "message"));
+  KVCS_ASSIGN_OR_RETURN(std::string_view error, GetString(j, "error"));
+  KVCS_ASSIGN_OR_RETURN(std::string_view message, GetString(j, "message"));
+  e.error = std::string(error);
+  e.message = std::string(message);
   return e;
 }
 
 std::string ToJson(const LookupRequest& r) {
-  ojson o;
-  o["compat_id"] = ToHex(r.compat_id);
-  o["scope_id"] = ToHex(r.scope_id);
-  o["block_keys"] = KeysJson(r.block_keys);
-  if (r.max_replicas != kDefaultMaxReplicas) o["max_replicas"] = r.max_replicas;
-  return Dump(o);
+  std::string out;
+  out.reserve(160 + r.block_keys.size() * 67);
+  AppendIds(&out, r.compat_id, r.scope_id);
+  out += ",\"block_keys\":";
+  AppendKeys(&out, r.block_keys);
+  if (r.max_replicas != kDefaultMaxReplicas) {
+    out += ",\"max_replicas\":" + std::to_string(r.max_replicas);
+  }
+  out += '}';
+  return out;
 }
 
 std::string ToJson(const LookupResponse& r) {
@@ -464,7 +554,7 @@ std::string ToJson(const LookupResponse& r) {
   for (size_t i = 0; i < r.entries.size(); ++i) {
     if (i) out += ',';
     out += "{\"block_key\":\"";
-    out += ToHex(r.entries[i].block_key);
+    AppendHex(&out, r.entries[i].block_key);
     out += "\",\"replicas\":";
     AppendReplicas(&out, r.entries[i].replicas);
     out += '}';
@@ -481,27 +571,37 @@ std::string ToJson(const AnchorsResponse& r) {
 }
 
 std::string ToJson(const RegisterRequest& r) {
-  ojson o;
-  o["compat_id"] = ToHex(r.compat_id);
-  o["scope_id"] = ToHex(r.scope_id);
-  o["holder"] = r.replica.holder;
-  o["tier"] = std::string(TierName(r.replica.tier));
-  o["codecs"] = CodecsJson(r.replica.codecs);
-  o["layer_first"] = r.replica.layer_first;
-  o["layer_count"] = r.replica.layer_count;
-  o["block_keys"] = KeysJson(r.block_keys);
-  if (r.anchor_key) o["anchor_key"] = ToHex(*r.anchor_key);
-  o["ttl_ms"] = r.ttl_ms;
-  return Dump(o);
+  std::string out;
+  out.reserve(400 + r.replica.holder.size() + r.block_keys.size() * 67);
+  AppendIds(&out, r.compat_id, r.scope_id);
+  out += ",\"holder\":";
+  AppendString(&out, r.replica.holder);
+  out += ",\"tier\":\"";
+  out += TierName(r.replica.tier);
+  out += "\",\"codecs\":";
+  AppendCodecs(&out, r.replica.codecs);
+  out += ",\"layer_first\":" + std::to_string(r.replica.layer_first) +
+         ",\"layer_count\":" + std::to_string(r.replica.layer_count) + ",\"block_keys\":";
+  AppendKeys(&out, r.block_keys);
+  if (r.anchor_key) {
+    out += ",\"anchor_key\":\"";
+    AppendHex(&out, *r.anchor_key);
+    out += '"';
+  }
+  out += ",\"ttl_ms\":" + std::to_string(r.ttl_ms) + "}";
+  return out;
 }
 
 std::string ToJson(const WithdrawRequest& r) {
-  ojson o;
-  o["compat_id"] = ToHex(r.compat_id);
-  o["scope_id"] = ToHex(r.scope_id);
-  o["holder"] = r.holder;
-  o["block_keys"] = KeysJson(r.block_keys);
-  return Dump(o);
+  std::string out;
+  out.reserve(200 + r.holder.size() + r.block_keys.size() * 67);
+  AppendIds(&out, r.compat_id, r.scope_id);
+  out += ",\"holder\":";
+  AppendString(&out, r.holder);
+  out += ",\"block_keys\":";
+  AppendKeys(&out, r.block_keys);
+  out += '}';
+  return out;
 }
 
 std::string ToJson(const ErrorBody& e) {

@@ -6,6 +6,8 @@
 #include <string>
 
 #include "common/hex.h"
+#include "common/strict_json.h"
+#include "index/wire_json.h"
 
 namespace kvcs::index {
 namespace {
@@ -291,6 +293,192 @@ TEST(IndexWire, ResponsesWrittenDirectlyMatchTheDomAndParseAtFullSize) {
   auto back = ParseLookupResponse(text);
   ASSERT_TRUE(back.ok()) << back.status().ToString();
   EXPECT_EQ(*back, big);
+}
+
+// WireJson against ParseStrictJson (nlohmann, the reader it replaced): the same documents are
+// accepted, with the same values, and the same fault is reported for the others.
+nlohmann::json ToNlohmann(const WireJson& w, WireJson::NodeId n) {
+  switch (w.kind(n)) {
+    case WireJson::Kind::kNull:
+      return nullptr;
+    case WireJson::Kind::kBool:
+      return "<bool>";  // (values of literals are not kept; the type is compared)
+    case WireJson::Kind::kUnsigned:
+      return w.unsigned_value(n);
+    case WireJson::Kind::kNegative:
+      return "<negative>";
+    case WireJson::Kind::kFloat:
+      return "<float>";
+    case WireJson::Kind::kString:
+      return std::string(w.string(n));
+    case WireJson::Kind::kArray:
+    case WireJson::Kind::kObject: {
+      bool obj = w.kind(n) == WireJson::Kind::kObject;
+      nlohmann::json out = obj ? nlohmann::json::object() : nlohmann::json::array();
+      WireJson::NodeId c = w.first_child(n);
+      for (uint32_t i = 0; i < w.size(n); ++i, c = w.next(c)) {
+        if (obj) {
+          out[std::string(w.key(c))] = ToNlohmann(w, c);
+        } else {
+          out.push_back(ToNlohmann(w, c));
+        }
+      }
+      return out;
+    }
+  }
+  return nullptr;
+}
+
+nlohmann::json Typed(const nlohmann::json& j) {
+  if (j.is_boolean()) return "<bool>";
+  if (j.is_number_unsigned()) return j;
+  if (j.is_number_integer()) return "<negative>";
+  if (j.is_number_float()) return "<float>";
+  if (j.is_array()) {
+    nlohmann::json out = nlohmann::json::array();
+    for (const auto& v : j) out.push_back(Typed(v));
+    return out;
+  }
+  if (j.is_object()) {
+    nlohmann::json out = nlohmann::json::object();
+    for (const auto& [k, v] : j.items()) out[k] = Typed(v);
+    return out;
+  }
+  return j;
+}
+
+void ExpectSameAsNlohmann(const std::string& text) {
+  auto mine = WireJson::Parse(text, 1 << 20, kMaxJsonDepth);
+  auto ref = ParseStrictJson(text, 1 << 20, kMaxJsonDepth);
+  ASSERT_EQ(mine.ok(), ref.ok()) << text << "\n"
+                                 << (mine.ok() ? ref.status() : mine.status()).ToString();
+  if (mine.ok()) {
+    EXPECT_EQ(ToNlohmann(*mine, mine->root()), Typed(*ref)) << text;
+  } else {
+    EXPECT_EQ(mine.status().detail(), ref.status().detail())
+        << text << "\n"
+        << mine.status().ToString() << " vs " << ref.status().ToString();
+  }
+}
+
+TEST(WireJson, AcceptsAndRefusesAsNlohmann) {
+  for (const char* t : {
+           "{}",
+           "[]",
+           " \t\r\n{ } ",
+           "\xEF\xBB\xBF{}",
+           "\xEF\xBB{}",
+           "\xEF{}",
+           "",
+           "  ",
+           "{",
+           "}",
+           "[1,]",
+           "[,1]",
+           "{\"a\":1,}",
+           "{\"a\" 1}",
+           "{a:1}",
+           "{'a':1}",
+           "{\"a\":1}{",
+           "[1] x",
+           "0",
+           "-0",
+           "01",
+           "-",
+           "1.",
+           ".5",
+           "1.5",
+           "1e5",
+           "1E+5",
+           "1e-5",
+           "1e",
+           "-1",
+           "-9223372036854775808",
+           "-9223372036854775809",
+           "18446744073709551615",
+           "18446744073709551616",
+           "1e400",
+           "-1e400",
+           "123456789012345678901234567890",
+           "true",
+           "false",
+           "null",
+           "tru",
+           "nul",
+           "True",
+           "\"\\u0041\\u00e9\\u20ac\\ud83d\\ude00\"",
+           "\"\\ud83d\"",
+           "\"\\ude00\"",
+           "\"\\ud83d\\u0041\"",
+           "\"\\u12\"",
+           "\"\\uZZZZ\"",
+           "\"\\x\"",
+           "\"\\/\\b\\f\\n\\r\\t\\\"\\\\\"",
+           "\"\\u0000\"",
+           "\"a\x01\"",
+           "\"a\x7f\"",
+           "\"\xc3\xa9\"",
+           "\"\xc3\"",
+           "\"\xc0\x80\"",
+           "\"\xe0\x80\x80\"",
+           "\"\xed\xa0\x80\"",
+           "\"\xf4\x90\x80\x80\"",
+           "\"\xf0\x9f\x98\x80\"",
+           "\"\xff\"",
+           "\"unterminated",
+           "{\"a\":1,\"a\":2}",
+           "{\"a\":1,\"\\u0061\":2}",
+           "{\"a\":{\"b\":1,\"b\":1}}",
+           "{\"a\":1,\"a\":2,",
+           "{\"a\":[[[[[[[1]]]]]]]}",
+           "[[[[[[[1]]]]]]]",
+           "[[[[[[1]]]]]]",
+           "{\"a\":[[[[[[[1]]]]]]],\"a\":1}",
+           "{\"a\":1,\"a\":[[[[[[[1]]]]]]]}",
+       }) {
+    ExpectSameAsNlohmann(t);
+  }
+  // An object with many members (past the linear duplicate scan), then a duplicate in it.
+  std::string big = "{";
+  for (int i = 0; i < 100; ++i) big += "\"m" + std::to_string(i) + "\":" + std::to_string(i) + ",";
+  ExpectSameAsNlohmann(big + "\"z\":1}");
+  ExpectSameAsNlohmann(big + "\"m7\":1}");
+}
+
+TEST(WireJson, MutatedMessagesMatchNlohmann) {
+  // Every message of this file with single bytes replaced, inserted or deleted (deterministic).
+  const std::string seeds[] = {kRegisterJson, kLookupResponseJson, ToJson(LookupValue()),
+                               ToJson(RegisterValue())};
+  const char kBytes[] = {'"', '\\', '{', '}', '[', ']',    ',',    ':',    '0',    '-',
+                         '.', 'e',  'u', ' ', 'a', '\x00', '\x1f', '\x80', '\xc3', '\xff'};
+  uint64_t x = 0x9e3779b97f4a7c15ull;
+  auto next = [&x] {
+    x ^= x << 13;
+    x ^= x >> 7;
+    x ^= x << 17;
+    return x;
+  };
+  for (const std::string& seed : seeds) {
+    for (int i = 0; i < 1500; ++i) {
+      std::string t = seed;
+      for (int m = 0; m < 1 + int(next() % 3); ++m) {
+        size_t at = next() % (t.size() + 1);
+        char b = kBytes[next() % sizeof(kBytes)];
+        switch (next() % 3) {
+          case 0:
+            if (at < t.size()) t[at] = b;
+            break;
+          case 1:
+            t.insert(t.begin() + std::ptrdiff_t(at), b);
+            break;
+          default:
+            if (at < t.size()) t.erase(at, 1);
+        }
+      }
+      ExpectSameAsNlohmann(t);
+      if (::testing::Test::HasFailure()) return;
+    }
+  }
 }
 
 }  // namespace

@@ -60,23 +60,29 @@ enum class Kind { kMemory, kEmbedded, kRedis };
 
 class IndexRecordStoreTest : public ::testing::TestWithParam<Kind> {
  protected:
-  void SetUp() override {
+  void SetUp() override { Open({}); }
+  // (Re)opens the store of this parameter, empty, with `limits`.
+  void Open(RegistryLimits limits) {
+    store_.reset();
     switch (GetParam()) {
       case Kind::kMemory:
-        store_ = std::move(*EmbeddedRecordStore::Open("", WallNowMs()));
+        store_ = std::move(*EmbeddedRecordStore::Open("", WallNowMs(), limits));
         break;
       case Kind::kEmbedded: {
-        path_ = TempPath("index.db");
-        auto s = EmbeddedRecordStore::Open(path_, WallNowMs());
+        if (path_.empty()) path_ = TempPath("index.db");
+        for (const char* suffix : {"", "-wal", "-shm"}) std::filesystem::remove(path_ + suffix);
+        auto s = EmbeddedRecordStore::Open(path_, WallNowMs(), limits);
         ASSERT_TRUE(s.ok()) << s.status().ToString();
         store_ = std::move(*s);
         break;
       }
       case Kind::kRedis: {
-        redis_ = std::make_unique<testing::RedisServer>();
+        if (!redis_) redis_ = std::make_unique<testing::RedisServer>();
         ASSERT_TRUE(redis_->ok()) << redis_->error();
         RedisOptions o;
         o.unix_socket = redis_->socket();
+        o.prefix = "kvsp" + std::to_string(++opened_);  // a fresh key space
+        o.limits = limits;
         auto s = RedisRecordStore::Connect(o);
         ASSERT_TRUE(s.ok()) << s.status().ToString();
         store_ = std::move(*s);
@@ -91,6 +97,7 @@ class IndexRecordStoreTest : public ::testing::TestWithParam<Kind> {
 
   std::unique_ptr<testing::RedisServer> redis_;
   std::string path_;
+  int opened_ = 0;
   std::unique_ptr<RecordStore> store_;
 };
 
@@ -142,6 +149,33 @@ TEST_P(IndexRecordStoreTest, LargeLookupIsOneCall) {
   auto r = store_->Lookup(Look(Keys(0, 4096)), t);
   ASSERT_TRUE(r.ok());
   EXPECT_EQ(r->matched, 4096u);
+}
+
+// The bounds: holders per key and records per holder (per scope in the embedded store, per
+// scope and compat in Redis: this test stays in one compat); a refused registration writes
+// nothing; withdrawals and ended leases make room again.
+TEST_P(IndexRecordStoreTest, BoundsHoldersPerKeyAndRecordsPerHolder) {
+  Open({.max_holders_per_key = 2, .max_records_per_holder = 5});
+  uint64_t t = WallNowMs();
+  auto reg = [&](const char* holder, uint32_t from, uint32_t to, uint64_t ttl, uint64_t at) {
+    return store_->Register(Reg(holder, Tier::kCpu, Keys(from, to), ttl), at);
+  };
+  ASSERT_TRUE(reg("https://a", 0, 2, 60000, t).ok());
+  ASSERT_TRUE(reg("https://b", 0, 1, 1000, t).ok());
+  Status full = reg("https://c", 0, 1, 60000, t);
+  EXPECT_TRUE(full.Is(IndexError::kKeyFull)) << full.ToString();
+  ASSERT_TRUE(reg("https://a", 0, 1, 60000, t).ok());  // a renewal is no new holder
+  // b's lease ends: its place on key 0 is free again.
+  ASSERT_TRUE(reg("https://c", 0, 1, 60000, t + 1000).ok());
+  // a holds keys 0, 1; 4 more would be 6 records: refused whole.
+  Status more = reg("https://a", 2, 6, 60000, t + 1000);
+  EXPECT_TRUE(more.Is(IndexError::kHolderFull)) << more.ToString();
+  EXPECT_EQ(store_->Lookup(Look(Keys(2, 3)), t + 1000)->matched, 0u);
+  ASSERT_TRUE(reg("https://a", 2, 5, 60000, t + 1000).ok());  // 5 records: at the bound
+  EXPECT_TRUE(reg("https://a", 5, 6, 60000, t + 1000).Is(IndexError::kHolderFull));
+  ASSERT_TRUE(store_->Withdraw({kCompat, kScope, "https://a", Keys(4, 5)}, t + 1000).ok());
+  ASSERT_TRUE(reg("https://a", 5, 6, 60000, t + 1000).ok());
+  EXPECT_EQ(store_->Lookup(Look(Keys(0, 6)), t + 1000)->matched, 4u);
 }
 
 INSTANTIATE_TEST_SUITE_P(Stores, IndexRecordStoreTest,

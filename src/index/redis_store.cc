@@ -4,9 +4,11 @@
 #include <hiredis/hiredis.h>
 #include <sys/time.h>
 
+#include <algorithm>
 #include <charconv>
 #include <utility>
 
+#include "common/crypto.h"
 #include "common/hex.h"
 
 namespace kvcs::index {
@@ -17,6 +19,48 @@ namespace {
 constexpr const char* kTrimScript =
     "if redis.call('HGET', KEYS[1], ARGV[1]) == ARGV[2] then "
     "return redis.call('HDEL', KEYS[1], ARGV[1]) end return 0";
+
+// A registration, atomically: checks kMaxHoldersPerKey on every record key and
+// kMaxRecordsPerHolder on the holder's record set (a ZSET of its records scored by expiry; ended
+// ones are dropped first), then writes every record, the compat marker and the set, each key's
+// expiry raised to the new lease (NX, then GT). KEYS: n record keys, the compat marker, the
+// holder's set. ARGV: holder, value, lease end, now, max holders, max records, then the n set
+// members. Returns 0, or 1 (a key is full), 2 (the holder is full).
+constexpr const char* kRegisterScript = R"lua(
+local holder, value, at, now = ARGV[1], ARGV[2], ARGV[3], tonumber(ARGV[4])
+local max_holders, max_records = tonumber(ARGV[5]), tonumber(ARGV[6])
+local n = #KEYS - 2
+local hz = KEYS[n + 2]
+redis.call('ZREMRANGEBYSCORE', hz, '-inf', now)
+local added = 0
+for i = 1, n do
+  local k = KEYS[i]
+  if redis.call('HEXISTS', k, holder) == 0 and redis.call('HLEN', k) >= max_holders then
+    local live = 0
+    local all = redis.call('HGETALL', k)
+    for j = 2, #all, 2 do
+      local e = tonumber(string.match(all[j], '^%d+'))
+      if e and e > now then live = live + 1 end
+    end
+    if live >= max_holders then return 1 end
+  end
+  if not redis.call('ZSCORE', hz, ARGV[6 + i]) then added = added + 1 end
+end
+if redis.call('ZCARD', hz) + added > max_records then return 2 end
+for i = 1, n do
+  local k = KEYS[i]
+  redis.call('HSET', k, holder, value)
+  redis.call('PEXPIREAT', k, at, 'NX')
+  redis.call('PEXPIREAT', k, at, 'GT')
+  redis.call('ZADD', hz, at, ARGV[6 + i])
+end
+redis.call('SET', KEYS[n + 1], '1', 'KEEPTTL')
+for _, k in ipairs({KEYS[n + 1], hz}) do
+  redis.call('PEXPIREAT', k, at, 'NX')
+  redis.call('PEXPIREAT', k, at, 'GT')
+end
+return 0
+)lua";
 
 Status Unavailable(std::string msg) {
   return IndexStatus(IndexError::kStoreFailed, "index store (redis): " + std::move(msg));
@@ -112,6 +156,14 @@ std::string RedisRecordStore::AnchorKey(const Digest& scope, const Digest& compa
                                         const Digest& key) const {
   return options_.prefix + ":a:{" + ToHex(scope) + ":" + ToHex(compat) + "}:" + ToHex(key);
 }
+std::string RedisRecordStore::HolderKey(const Digest& scope, const Digest& compat,
+                                        std::string_view holder) const {
+  return options_.prefix + ":h:{" + ToHex(scope) + ":" + ToHex(compat) +
+         "}:" + ToHex(Sha256::Hash(holder));
+}
+std::string RedisRecordStore::HolderMember(char kind, const Digest& key) {
+  return std::string(1, kind) + ToHex(key);
+}
 std::string RedisRecordStore::CompatKey(const Digest& scope, const Digest& compat) const {
   return options_.prefix + ":c:{" + ToHex(scope) + ":" + ToHex(compat) + "}";
 }
@@ -156,30 +208,44 @@ Status RedisRecordStore::Register(const RegisterRequest& r, uint64_t now_ms) {
     return IndexStatus(IndexError::kOutOfRange, "index: registration outside the bounds");
   }
   Replica rep{r.replica, now_ms + r.ttl_ms};
-  std::string value = EncodeValue(rep), at = std::to_string(rep.expires_ms);
-  std::vector<Command> cmds;
-  cmds.reserve(3 * r.block_keys.size() + 8);
-  cmds.push_back({"MULTI"});
-  auto put = [&](const std::string& key) {
-    cmds.push_back({"HSET", key, r.replica.holder, value});
-    cmds.push_back({"PEXPIREAT", key, at, "NX"});
-    cmds.push_back({"PEXPIREAT", key, at, "GT"});
-  };
-  for (const Digest& k : r.block_keys) put(BlockKey(r.scope_id, r.compat_id, k));
-  if (r.anchor_key) put(AnchorKey(r.scope_id, r.compat_id, *r.anchor_key));
-  std::string ck = CompatKey(r.scope_id, r.compat_id);
-  cmds.push_back({"SET", ck, "1", "KEEPTTL"});
-  cmds.push_back({"PEXPIREAT", ck, at, "NX"});
-  cmds.push_back({"PEXPIREAT", ck, at, "GT"});
-  cmds.push_back({"EXEC"});
+  // Repeated keys count once.
+  std::vector<Digest> keys = r.block_keys;
+  std::sort(keys.begin(), keys.end());
+  keys.erase(std::unique(keys.begin(), keys.end()), keys.end());
+  const size_t n = keys.size() + (r.anchor_key ? 1 : 0);
+  Command eval;
+  eval.reserve(3 + 2 * n + 2 + 6);
+  eval.push_back("EVAL");
+  eval.push_back(kRegisterScript);
+  eval.push_back(std::to_string(n + 2));
+  for (const Digest& k : keys) eval.push_back(BlockKey(r.scope_id, r.compat_id, k));
+  if (r.anchor_key) eval.push_back(AnchorKey(r.scope_id, r.compat_id, *r.anchor_key));
+  eval.push_back(CompatKey(r.scope_id, r.compat_id));
+  eval.push_back(HolderKey(r.scope_id, r.compat_id, r.replica.holder));
+  eval.push_back(r.replica.holder);
+  eval.push_back(EncodeValue(rep));
+  eval.push_back(std::to_string(rep.expires_ms));
+  eval.push_back(std::to_string(now_ms));
+  eval.push_back(std::to_string(options_.limits.max_holders_per_key));
+  eval.push_back(std::to_string(options_.limits.max_records_per_holder));
+  for (const Digest& k : keys) eval.push_back(HolderMember('b', k));
+  if (r.anchor_key) eval.push_back(HolderMember('a', *r.anchor_key));
   std::lock_guard<std::mutex> lock(mu_);
-  KVCS_ASSIGN_OR_RETURN(auto replies, Pipeline(cmds));
-  const redisReply* exec = replies.back().get();
-  if (exec->type != REDIS_REPLY_ARRAY) return Unavailable("MULTI/EXEC aborted");
-  for (size_t i = 0; i < exec->elements; ++i) {
-    if (exec->element[i]->type == REDIS_REPLY_ERROR) {
-      return Unavailable("server error: " + std::string(exec->element[i]->str));
-    }
+  KVCS_ASSIGN_OR_RETURN(auto replies, Pipeline({eval}));
+  const redisReply* res = replies[0].get();
+  if (res->type != REDIS_REPLY_INTEGER) return Unavailable("the registration script failed");
+  if (res->integer == 1) {
+    return IndexStatus(IndexError::kKeyFull,
+                       "index: a key already has " +
+                           std::to_string(options_.limits.max_holders_per_key) +
+                           " holders (the limit)");
+  }
+  if (res->integer == 2) {
+    return IndexStatus(IndexError::kHolderFull,
+                       "index: the holder would have more than " +
+                           std::to_string(options_.limits.max_records_per_holder) +
+                           " records under this scope and compat_id; withdraw some or let "
+                           "them expire");
   }
   return Status::Ok();
 }
@@ -187,9 +253,11 @@ Status RedisRecordStore::Register(const RegisterRequest& r, uint64_t now_ms) {
 Status RedisRecordStore::Withdraw(const WithdrawRequest& r, uint64_t) {
   std::vector<Command> cmds;
   cmds.push_back({"MULTI"});
+  const std::string hz = HolderKey(r.scope_id, r.compat_id, r.holder);
   for (const Digest& k : r.block_keys) {
     cmds.push_back({"HDEL", BlockKey(r.scope_id, r.compat_id, k), r.holder});
     cmds.push_back({"HDEL", AnchorKey(r.scope_id, r.compat_id, k), r.holder});
+    cmds.push_back({"ZREM", hz, HolderMember('b', k), HolderMember('a', k)});
   }
   cmds.push_back({"EXEC"});
   std::lock_guard<std::mutex> lock(mu_);

@@ -7,6 +7,10 @@
 //                                                 <count> <codec>,<codec>…"
 //   <p>:a:{<scope_id>:<compat_id>}:<anchor_key>  HASH, same fields, anchor records
 //   <p>:c:{<scope_id>:<compat_id>}               STRING "1": the compat is known in the scope
+//   <p>:h:{<scope_id>:<compat_id>}:<sha256(holder)>  ZSET "b<key>"/"a<key>" -> expires_ms: the
+//                                                 holder's records, for kMaxRecordsPerHolder
+// A registration is one script (checks the bounds of RedisOptions::limits, then writes); a
+// withdrawal one MULTI/EXEC.
 // Each key's PEXPIREAT is the latest lease of its fields (NX then GT), so Redis deletes a key
 // when its last lease ends: expiry needs no sweeper. A field whose lease ended inside a live key
 // is ignored by lookups and deleted by them (only if unchanged, so a concurrent renewal wins).
@@ -22,6 +26,7 @@
 #include <vector>
 
 #include "index/record_store.h"
+#include "index/registry.h"
 
 struct redisContext;
 struct redisReply;
@@ -34,6 +39,8 @@ struct RedisOptions {
   int port = 6379;
   int timeout_ms = 2000;        // connect and per-command timeout
   std::string prefix = "kvsp";  // first component of every key (several indexes on one Redis)
+  // Holders per key, and records per holder — per (scope, compat) here: one Cluster slot.
+  RegistryLimits limits;
 };
 
 class RedisRecordStore : public RecordStore {
@@ -72,6 +79,8 @@ class RedisRecordStore : public RecordStore {
   std::string BlockKey(const Digest& scope, const Digest& compat, const Digest& key) const;
   std::string AnchorKey(const Digest& scope, const Digest& compat, const Digest& key) const;
   std::string CompatKey(const Digest& scope, const Digest& compat) const;
+  std::string HolderKey(const Digest& scope, const Digest& compat, std::string_view holder) const;
+  static std::string HolderMember(char kind, const Digest& key);
 
   RedisOptions options_;
   std::mutex mu_;

@@ -18,6 +18,7 @@ RegistrationQueue::~RegistrationQueue() {
     stop_ = true;
   }
   cv_.notify_all();
+  room_cv_.notify_all();
   thread_.join();
 }
 
@@ -33,6 +34,26 @@ bool RegistrationQueue::Enqueue(Operation op) {
   }
   cv_.notify_one();
   return true;
+}
+
+bool RegistrationQueue::EnqueueWhenBelow(Operation op, size_t below) {
+  {
+    std::unique_lock<std::mutex> lock(mu_);
+    room_cv_.wait(lock, [&] { return stop_ || waiters_stopped_ || pending_.size() < below; });
+    if (stop_ || waiters_stopped_) return false;
+    pending_.push_back(std::move(op));
+    ++stats_.enqueued;
+  }
+  cv_.notify_one();
+  return true;
+}
+
+void RegistrationQueue::StopWaiters() {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    waiters_stopped_ = true;
+  }
+  room_cv_.notify_all();
 }
 
 RegistrationQueueStats RegistrationQueue::stats() const {
@@ -64,6 +85,7 @@ void RegistrationQueue::Loop() {
     }
     Operation op = std::move(pending_.front());
     pending_.pop_front();
+    room_cv_.notify_all();
     busy_ = true;
     Status s;
     auto delay = options_.retry_delay;

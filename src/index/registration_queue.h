@@ -55,6 +55,13 @@ class RegistrationQueue {
 
   // Never blocks on the index. False when the queue was full (the operation is dropped).
   bool Enqueue(Operation op);
+  // For a background producer (a holder re-registering what it holds): waits until fewer than
+  // `below` operations are pending (keep it under max_pending so that Enqueue keeps room), then
+  // enqueues. False, with the operation not enqueued (and not counted as dropped), once
+  // StopWaiters() was called or the queue is stopping.
+  bool EnqueueWhenBelow(Operation op, size_t below);
+  // Wakes every EnqueueWhenBelow and makes later ones return false at once (at shutdown).
+  void StopWaiters();
   RegistrationQueueStats stats() const;
   // Waits until nothing is pending or being sent, at most `bound`; true if it got there. For
   // tests and an orderly shutdown.
@@ -69,9 +76,11 @@ class RegistrationQueue {
   mutable std::mutex mu_;
   std::condition_variable cv_;       // work arrived, or stop
   std::condition_variable idle_cv_;  // the queue became idle
+  std::condition_variable room_cv_;  // an operation left the queue, or StopWaiters
   std::deque<Operation> pending_;
   bool busy_ = false;
   bool stop_ = false;
+  bool waiters_stopped_ = false;
   bool failing_ = false;
   RegistrationQueueStats stats_;
   std::thread thread_;

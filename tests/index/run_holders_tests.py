@@ -77,6 +77,18 @@ class Index:
         assert r.status == 200, (r.status, body)
         return body
 
+    def anchors(self, compat, scope, anchor):
+        c = http.client.HTTPConnection("127.0.0.1", self.port, timeout=10)
+        c.request("GET", f"/kvsp/v1/anchors/{compat}/{anchor}?scope_id={scope}",
+                  headers={"Authorization": "Bearer " + self.token})
+        r = c.getresponse()
+        body = json.loads(r.read())
+        c.close()
+        if r.status == 404:
+            return []
+        assert r.status == 200, (r.status, body)
+        return [x["holder"] for x in body["replicas"]]
+
 
 def holders(resp, i):
     return [r["holder"] for r in resp["entries"][i]["replicas"]] if i < resp["matched"] else []
@@ -95,8 +107,8 @@ def s3(store_port, method, path, query="", body=b"", headers=None, unsigned=Fals
     return r.status, data
 
 
-def aggregated_put(store_port, scope_id, containers):
-    body = b"KVAP" + bytes([1, 0, 0, 0]) + bytes.fromhex(scope_id) + struct.pack(">I",
+def aggregated_put(store_port, scope_id, containers, prefix=False):
+    body = b"KVAP" + bytes([1, 1 if prefix else 0, 0, 0]) + bytes.fromhex(scope_id) + struct.pack(">I",
                                                                                  len(containers))
     for c in containers:
         body += struct.pack(">Q", len(c)) + c
@@ -231,6 +243,53 @@ def main():
         out = stop(sp)
         m = re.search(r"index: (\d+) sent, (\d+) failed, (\d+) dropped", out)
         assert m and m.group(1) == "2" and m.group(2) == "0" and m.group(3) == "0", out
+
+        # A store keeps what it holds registered: a short lease (1 s) renewed while it runs, every
+        # block and the prefix record of one aggregated PUT with the prefix flag.
+        store_args = ["store", "--root", f"{d}/root3", "--listen", "127.0.0.1:0", "--config", cfg,
+                      "--index", index_url, "--index-token-file", f"{d}/reg.jwt",
+                      "--shm-socket", "none"]
+        sp, m, _ = start(store_args + ["--index-ttl", "1"],
+                         r"listening on http://127\.0\.0\.1:(\d+)")
+        holder3 = f"http://127.0.0.1:{m.group(1)}/_kvsp"
+        assert s3(int(m.group(1)), "PUT", "/kvcache")[0] == 200
+        assert aggregated_put(int(m.group(1)), scope, conts, prefix=True)["stored"] == 4
+        def held_by(holder):
+            """The lookup of all 4 keys when `holder` holds every one of them, else None."""
+            x = ix.lookup(compat, scope, keys)
+            return x if x["matched"] == 4 and all(holder in holders(x, i)
+                                                   for i in range(4)) else None
+
+        def replica_of(x, i, holder):
+            return [p for p in x["entries"][i]["replicas"] if p["holder"] == holder][0]
+
+        # (The first store, stopped without withdrawing, still holds blocks 2 and 4 until its
+        # 1-day lease ends; only holder3 is looked at here.)
+        r = poll(lambda: held_by(holder3), "the short-lease store's registration")
+        assert ix.anchors(compat, scope, keys[3]) == [holder3]
+        first = replica_of(r, 0, holder3)["expires_ms"]
+        poll(lambda: (lambda x: x and replica_of(x, 0, holder3)["expires_ms"] > first + 200)(
+            held_by(holder3)), "a renewal of the store's leases")
+        # A store that stops renewing (killed: no withdrawal) disappears after its lease.
+        sp.send_signal(signal.SIGKILL)
+        sp.wait()
+
+        def gone(holder):
+            x = ix.lookup(compat, scope, keys)
+            return all(holder not in holders(x, i) for i in range(x["matched"])) and \
+                ix.anchors(compat, scope, keys[3]) == []
+        poll(lambda: gone(holder3), "the killed store's leases to end", bound_s=10)
+        # Restarted on the same directory (the index still up), it registers what it holds on
+        # disk again, the prefix included, without any new PUT.
+        sp, m, _ = start(store_args + ["--index-ttl", "600"],
+                         r"listening on http://127\.0\.0\.1:(\d+)")
+        holder4 = f"http://127.0.0.1:{m.group(1)}/_kvsp"
+        r = poll(lambda: held_by(holder4), "the restarted store's registration")
+        assert replica_of(r, 3, holder4)["layer_count"] == 2, r
+        assert ix.anchors(compat, scope, keys[3]) == [holder4]
+        out = stop(sp)
+        assert "1 passes over the bucket (last: 4 blocks, 1 prefixes, 0 skipped), 0 failed" in out, \
+            out
 
         # An unreachable index never fails or slows a PUT: it is counted and logged.
         sp, m, _ = start(["--log", "warn", "store", "--root", f"{d}/root2", "--listen",

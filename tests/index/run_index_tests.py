@@ -9,6 +9,7 @@ import re
 import secrets
 import shutil
 import signal
+import ssl
 import subprocess
 import sys
 import tempfile
@@ -36,18 +37,26 @@ def poll(pred, what, bound_s=10.0):
 class Index:
     """One `kvcs index` process; its port is read from the line it prints."""
 
-    def __init__(self, *args):
+    def __init__(self, *args, ca=None):
         self.p = subprocess.Popen([KVCS, "index", "--listen", "127.0.0.1:0", *args],
                                   stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        # With --tls-cert: https, the client trusting `ca`.
+        self.tls = ssl.create_default_context(cafile=ca) if ca else None
         line = self.p.stdout.readline()
-        m = re.search(r"listening on http://127\.0\.0\.1:(\d+)", line)
+        m = re.search(r"listening on https?://127\.0\.0\.1:(\d+)", line)
         if not m:
             self.p.kill()
             sys.exit(f"kvcs index did not start: {line!r} {self.p.stderr.read()}")
         self.port = int(m.group(1))
 
+    def connect(self):
+        if self.tls:
+            return http.client.HTTPSConnection("127.0.0.1", self.port, timeout=10,
+                                               context=self.tls)
+        return http.client.HTTPConnection("127.0.0.1", self.port, timeout=10)
+
     def request(self, method, path, body=None, token=None, headers=None, raw=None):
-        c = http.client.HTTPConnection("127.0.0.1", self.port, timeout=10)
+        c = self.connect()
         h = dict(headers or {})
         if token:
             h["Authorization"] = "Bearer " + token
@@ -279,6 +288,36 @@ def test_two_nodes_on_redis(d, key_arg, tok):
 SIGNER = {}
 
 
+def test_https(d, key_arg, tok):
+    """An index serving TLS (--tls-cert/--tls-key) and kvcs lookup as an https client: the
+    certificate checked against --ca-file (name or address), refused without it, and
+    --insecure."""
+    cert, key = os.path.join(d, "tls.pem"), os.path.join(d, "tls.key")
+    run("cert", "--out-cert", cert, "--out-key", key)  # localhost, 127.0.0.1 and ::1
+    ix = Index("--db", "", "--keys", key_arg, "--tls-cert", cert, "--tls-key", key, ca=cert)
+    try:
+        desc, toks = os.path.join(d, "d.json"), os.path.join(d, "t.json")
+        kk = json.loads(run("keys", "--descriptor", desc, "--tokens", toks, "--public").stdout)
+        pub_tok = mint(d, kk["scope_id"], "lookup,register")
+        assert register(ix, pub_tok, "https://tls.example/kv", kk["block_keys"][:3],
+                        scope=kk["scope_id"], compat=kk["compat_id"])[0] == 204
+        base = ["lookup", "--descriptor", desc, "--tokens", toks, "--public", "--token", pub_tok]
+        for host in ("127.0.0.1", "localhost"):
+            out = json.loads(run(*base, "--index", f"https://{host}:{ix.port}", "--ca-file",
+                                 cert).stdout)
+            assert out["matched_blocks"] == 3, out
+        p = run(*base, "--index", f"https://127.0.0.1:{ix.port}", ok=False)
+        assert "certificate" in p.stderr, p.stderr
+        out = json.loads(run(*base, "--index", f"https://127.0.0.1:{ix.port}",
+                             "--insecure").stdout)
+        assert out["matched_blocks"] == 3, out
+        # Plain http to a TLS port is a clear error, not a hang.
+        p = run(*base, "--index", f"http://127.0.0.1:{ix.port}", "--timeout", "5", ok=False)
+        assert "index" in p.stderr, p.stderr
+    finally:
+        ix.stop()
+
+
 def mint(d, scope, allow, ttl="600"):
     return run("token", "--key", SIGNER["key"], "--sub", "e2e", "--scope-id", scope, "--allow",
                allow, "--ttl", ttl).stdout.strip()
@@ -321,6 +360,7 @@ def main():
         finally:
             ix.stop()
 
+        test_https(d, key_arg, tok)
         test_restart(d, key_arg, tok)
         test_two_nodes_on_redis(d, key_arg, tok)
     print("kvcs index e2e: all checks passed")
