@@ -10,10 +10,12 @@
 //                     layers (256 KiB, digests verified); credentials from $KVCS_S3_ACCESS_KEY
 //                     and $KVCS_S3_SECRET_KEY.
 //   --service index   index::IndexClient per client (a fresh connection per request, as holders
-//                     and consumers do): register 4 keys, then look them up.
+//                     and consumers do): register 4 keys (one of 16 sets per client, so the
+//                     registry stays bounded), then look them up.
 //   --service relay   one MoqtClient session per client on one event loop: SUBSCRIBE to the
 //                     track (--track NS/NAME, --objects per subscription, all cached at the
-//                     relay), receive every object, UNSUBSCRIBE, again.
+//                     relay), receive every object, UNSUBSCRIBE, again. Sessions open 16 at a
+//                     time and are closed (not abandoned) at the end.
 //   --hostile slowloris | idle   (HTTP) http::test::ConnectionHog: --hog-connections partial
 //                     request heads / idle keep-alive connections from 127.0.0.3.. (15
 //                     addresses), each reopened when the server closes it.
@@ -201,7 +203,6 @@ void IndexClient(const Args& a, size_t id, const std::atomic<bool>& stop, Result
   o.timeout = std::chrono::seconds(10);
   auto client = index::IndexClient::Create(o);
   if (!client.ok()) return r.Error(client.status().ToString());
-  std::mt19937_64 rng(id);
   Digest compat{};
   compat[0] = 1;
   for (uint64_t i = 0; !stop; ++i) {
@@ -211,6 +212,9 @@ void IndexClient(const Args& a, size_t id, const std::atomic<bool>& stop, Result
     reg.replica.codecs = {kvsp::Codec::kRaw};
     reg.replica.layer_count = 32;
     reg.ttl_ms = 60000;
+    // 16 sets of 4 keys per client, registered again and again (a renewal): the registry's
+    // size stays bounded, so the server's memory must too.
+    std::mt19937_64 rng(id * 16 + i % 16);
     for (int k = 0; k < 4; ++k) {
       Digest d{};
       for (auto& b : d) b = static_cast<uint8_t>(rng());
@@ -297,7 +301,10 @@ void RelayClients(const Args& a, asio::io_context& io, const std::atomic<bool>& 
     s.sub.reset();
     s.failed = false;
   };
-  for (auto& s : subs) connect(s);
+  // A pool opens its sessions a few at a time, as a client starting many at once should: more
+  // than the server's max_handshakes_per_address (32) at once would be refused past a Retry.
+  constexpr size_t kMaxConnecting = 16;
+  size_t started = 0;
   auto subscribe = [&](RelaySubscriber& s) {
     s.sub = std::make_shared<Subscriber>();
     moqt::SubscribeOptions opts;
@@ -315,12 +322,17 @@ void RelayClients(const Args& a, asio::io_context& io, const std::atomic<bool>& 
     io.run_for(std::chrono::milliseconds(5));
     if (io.stopped()) io.restart();
     if (flood) flood();
+    size_t connecting = 0;
+    for (auto& s : subs)
+      connecting += s.client && !s.client->setup_complete() && !s.client->closed();
+    for (; started < subs.size() && connecting < kMaxConnecting; ++started, ++connecting)
+      connect(subs[started]);
     for (auto& s : subs) {
       if (!s.client) continue;
       if (s.client->closed()) {
         r.Error("session closed: " + (s.client->end() ? s.client->end()->ToString() : ""));
         s.client.reset();
-        connect(s);
+        connect(s);  // at once: a pool replaces a lost session
         continue;
       }
       if (!s.client->setup_complete()) continue;
@@ -342,8 +354,18 @@ void RelayClients(const Args& a, asio::io_context& io, const std::atomic<bool>& 
       }
     }
   }
+  // Closed, not abandoned: the server frees each session at once (an abandoned one would hold
+  // its slot until the idle timeout, into the next phase).
   for (auto& s : subs)
-    if (s.client) s.client->transport().Abandon();
+    if (s.client && !s.client->closed()) s.client->Close(moqt::SessionError::kNoError, "done");
+  bench::RunUntil(
+      io,
+      [&] {
+        for (auto& s : subs)
+          if (s.client && !s.client->closed()) return false;
+        return true;
+      },
+      2);
   subs.clear();
   io.run_for(std::chrono::milliseconds(50));
 }

@@ -224,7 +224,7 @@ def main():
             if server.proc.returncode not in (0, -15):
                 failed = True
                 print("server exited %s: %s" % (server.proc.returncode, server.lines[-5:]))
-            admission = [l for l in server.lines if "admission" in l.lower()]
+            admission = [l for l in server.lines if "connections admitted" in l]
             if admission:
                 print("server: " + admission[-1])
     finally:
