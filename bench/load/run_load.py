@@ -178,9 +178,9 @@ def main():
                     help="short phases, fewer clients; exit 1 on any well-behaved error")
     args = ap.parse_args()
     if args.smoke:
-        args.duration, args.clients = min(args.duration, 2), min(args.clients, 16)
+        args.duration, args.clients = min(args.duration, 1.5), min(args.clients, 16)
         args.hog_connections, args.flood_pps = min(args.hog_connections, 400), 500
-    warmup = args.warmup if args.warmup is not None else max(1.0, args.duration / 4)
+    warmup = args.warmup if args.warmup is not None else max(0.5, args.duration / 4)
     print("load average at start: %s (%d cores)" % (loadavg(), os.cpu_count()))
     print("%d well-behaved clients, %.0f s per phase (warm-up %.0f s)" %
           (args.clients, args.duration, warmup))
@@ -189,7 +189,7 @@ def main():
     try:
         for service in args.services.split(","):
             server, helpers, extra = start_service(args, service, tmp)
-            sampler = RssSampler(server.proc.pid)
+            sampler = RssSampler(server.proc.pid, period=0.25 if args.smoke else 1.0)
             phases = [("warm-up", "none", warmup), ("clean", "none", args.duration)]
             if service == "relay":
                 phases.append(("flood", "flood", args.duration))
@@ -203,7 +203,7 @@ def main():
             for name, hostile, dur in phases:
                 sampler.phase = name
                 r = run_phase(args, service, server.port, name, hostile, dur, extra)
-                time.sleep(1.1)  # one more RSS sample of the phase
+                time.sleep(sampler.period + 0.1)  # one more RSS sample of the phase
                 a, b, c = sampler.phase_stats(name)
                 print("%-10s %9.1f %8.2f %8.2f %8.2f %7d %7d  %6.1f / %6.1f / %6.1f       %s" %
                       (name, r["rps"], r["p50_ms"], r["p99_ms"], r["max_ms"], r["errors"],
