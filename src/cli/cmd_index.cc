@@ -5,6 +5,7 @@
 #include <memory>
 
 #include "auth/token.h"
+#include "cli/admission_options.h"
 #include "cli/cli_util.h"
 #include "cli/command.h"
 #include "cli/keyring_file.h"
@@ -27,6 +28,7 @@ struct IndexFlags {
   std::string tls_cert, tls_key;
   int io_threads = 2;
   int workers = 2;
+  HttpAdmissionOptions http;  // admission limits (docs/protocols/http.md)
 };
 
 uint64_t NowMs() {
@@ -102,6 +104,7 @@ int Run(const IndexFlags& f) {
   http_options.tls_key_file = f.tls_key;
   http_options.io_threads = f.io_threads;
   index::IndexService::ConfigureLimits(&http_options.limits);
+  f.http.ApplyTo(&http_options.limits);
   http::Server server(http_options);
   index::IndexService service(*store, std::move(options));
   service.Mount(server);
@@ -143,6 +146,7 @@ RunFn Setup(CLI::App& app) {
   cmd->add_option("--workers", f->workers, "threads that run store calls")
       ->check(CLI::Range(1, 64))
       ->capture_default_str();
+  f->http.Add(cmd);
   cmd->footer(
       "Endpoints: POST /kvsp/v1/lookup, GET /kvsp/v1/anchors/{compat}/{anchor}?scope_id=,\n"
       "POST /kvsp/v1/replicas, POST /kvsp/v1/replicas/withdraw, GET /metrics.\n"

@@ -7,6 +7,7 @@
 #include <fstream>
 #include <iostream>
 
+#include "cli/admission_options.h"
 #include "cli/command.h"
 #include "cli/dev_cert.h"
 #include "cli/moq_util.h"
@@ -51,6 +52,7 @@ struct Args {
   std::string cert, key;
   ClientTlsOptions tls;
   bool quiet = false;
+  QuicAdmissionOptions quic;  // when serving
 };
 
 class Publisher {
@@ -133,6 +135,8 @@ class Publisher {
     cfg.quic.host = host;
     cfg.quic.port = static_cast<uint16_t>(*port);
     cfg.session.implementation = "kvcs-moq-pub/0.1";
+    if (Status st = a_.quic.Validate(); !st.ok()) return Fail(kCmd, st.message());
+    a_.quic.ApplyTo(&cfg.quic);
     if (a_.cert.empty() != a_.key.empty()) {
       return Fail(kCmd, "--cert and --key go together", "pass both, or neither for a dev cert");
     }
@@ -354,6 +358,7 @@ RunFn Setup(CLI::App& app) {
       kCmd, "Publish synthetic MOQT draft-22 tracks (serve them, or announce them to a relay)");
   auto* listen = cmd->add_option("--listen", a->listen, "serve on HOST:PORT (UDP; port 0: any)")
                      ->capture_default_str();
+  a->quic.Add(cmd);  // serving: the QUIC admission limits
   cmd->add_option("--relay", a->relay,
                   "instead of serving: connect to this relay (moqt://host:port/path) and "
                   "PUBLISH_NAMESPACE there")

@@ -8,6 +8,7 @@
 #include <iostream>
 #include <optional>
 
+#include "cli/admission_options.h"
 #include "cli/cli_util.h"
 #include "cli/command.h"
 #include "cli/dev_cert.h"
@@ -43,6 +44,7 @@ struct Args {
   IndexOptions index;
   std::string public_url;  // moqt://HOST:PORT/ subscribers reach; default from --listen
   double index_ttl_s = 30;
+  QuicAdmissionOptions quic;  // when serving
 };
 
 class Run {
@@ -154,6 +156,8 @@ class Run {
     listen_host_ = cfg.quic.host;
     cfg.quic.port = static_cast<uint16_t>(*port);
     cfg.session.implementation = "kvcs-publish/0.1";
+    if (Status st = a_.quic.Validate(); !st.ok()) return Fail(kCmd, st.message());
+    a_.quic.ApplyTo(&cfg.quic);
     if (a_.cert.empty() != a_.key.empty()) {
       return Fail(kCmd, "--cert and --key go together", "pass both, or neither for a dev cert");
     }
@@ -373,6 +377,7 @@ RunFn Setup(CLI::App& app) {
                   "producer private key (kvcs keygen producer): publish a signed manifest.cose");
   auto* listen = cmd->add_option("--listen", a->listen, "serve on HOST:PORT (UDP; port 0: any)")
                      ->capture_default_str();
+  a->quic.Add(cmd);  // serving: the QUIC admission limits
   cmd->add_option("--relay", a->relay,
                   "instead of serving: connect to this relay (moqt://HOST:PORT/) and "
                   "PUBLISH_NAMESPACE the publication there")

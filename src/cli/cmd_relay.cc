@@ -7,6 +7,7 @@
 #include <memory>
 #include <nlohmann/json.hpp>
 
+#include "cli/admission_options.h"
 #include "cli/cli_util.h"
 #include "cli/command.h"
 #include "cli/dev_cert.h"
@@ -35,6 +36,8 @@ struct RelayFlags {
   uint64_t max_publications = relay::kDefaultMaxPublications;
   uint64_t upstream_timeout_ms = relay::kDefaultUpstreamTimeoutMs;
   std::string metrics;
+  QuicAdmissionOptions quic;                      // --max-sessions is the total
+  HttpAdmissionOptions metrics_http{"metrics-"};  // the metrics endpoint
   double drain_s = 2;
   bool verbose = false;
 };
@@ -100,6 +103,8 @@ Status ApplyConfig(CLI::App* cmd, RelayFlags* f) {
           f->keys.push_back(kid + "=" + path.get<std::string>());
         }
       }
+    } else if (auto q = f->quic.ApplyJson(cmd, k, v)) {
+      st = q->ok() ? *q : InvalidArgument(f->config + ": " + q->message());
     } else {
       return InvalidArgument(f->config + ": unknown member \"" + k + "\"");
     }
@@ -119,6 +124,10 @@ int Run(CLI::App* cmd, RelayFlags f) {
   c.listen_host = listen->host;
   c.port = listen->port;
   c.max_sessions = f.max_sessions;
+  if (Status st = f.quic.Validate(); !st.ok()) return Fail(kCmd, st.message());
+  c.admission = f.quic.limits();
+  c.require_retry = f.quic.require_retry;
+  f.metrics_http.ApplyTo(&c.metrics_limits);
   c.upstream_url = f.upstream;
   c.upstream_ca_file = f.upstream_ca;
   c.upstream_insecure = f.upstream_insecure;
@@ -225,6 +234,8 @@ RunFn Setup(CLI::App& app) {
                   "how long a request waits for the upstream's answer")
       ->capture_default_str();
   cmd->add_option("--metrics", f->metrics, "HOST:PORT for GET /metrics (Prometheus text)");
+  f->quic.Add(cmd, /*total_flag=*/"");
+  f->metrics_http.Add(cmd);
   cmd->add_option("--drain", f->drain_s, "seconds sessions get to leave after GOAWAY on SIGTERM")
       ->capture_default_str();
   cmd->add_flag("-v,--verbose", f->verbose, "log sessions and upstream events to stderr");

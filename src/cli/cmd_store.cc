@@ -10,6 +10,7 @@
 #include <optional>
 #include <span>
 
+#include "cli/admission_options.h"
 #include "cli/cli_util.h"
 #include "cli/command.h"
 #include "cli/index_options.h"
@@ -37,8 +38,7 @@ struct StoreFlags {
   std::string config;
   std::string tls_cert, tls_key;
   int io_threads = 4;
-  // HTTP admission (docs/protocols/http.md); 0 keeps http::Limits' default.
-  size_t max_connections = 0, max_connections_per_address = 0, max_requests_per_address = 0;
+  HttpAdmissionOptions http;  // admission limits (docs/protocols/http.md)
   double bandwidth_cap = 0;
   // How the cap is shared (docs/protocols/scheduler.md): stall-target (default) or equal-share.
   std::string bandwidth_policy = "stall-target";
@@ -184,13 +184,7 @@ int Run(const StoreFlags& f) {
   config.listen_host = listen->host;
   config.port = listen->port;
   config.io_threads = f.io_threads;
-  if (f.max_connections) config.http_limits.max_connections = f.max_connections;
-  if (f.max_connections_per_address) {
-    config.http_limits.max_connections_per_address = f.max_connections_per_address;
-  }
-  if (f.max_requests_per_address) {
-    config.http_limits.max_requests_per_address = f.max_requests_per_address;
-  }
+  f.http.ApplyTo(&config.http_limits);
   config.tls_cert_file = f.tls_cert;
   config.tls_key_file = f.tls_key;
 
@@ -364,17 +358,7 @@ RunFn Setup(CLI::App& app) {
   cmd->add_option("--io-threads", flags->io_threads, "event-loop threads")
       ->check(CLI::Range(1, 256))
       ->capture_default_str();
-  cmd->add_option("--max-connections", flags->max_connections,
-                  "concurrent HTTP connections in total (default 1024; at the cap the oldest "
-                  "connections without a request head, then idle ones, make room)")
-      ->check(CLI::Range(size_t{1}, size_t{1} << 20));
-  cmd->add_option("--max-connections-per-address", flags->max_connections_per_address,
-                  "concurrent HTTP connections from one client address (default 256)")
-      ->check(CLI::Range(size_t{1}, size_t{1} << 20));
-  cmd->add_option("--max-requests-per-address", flags->max_requests_per_address,
-                  "requests in flight from one client address; more are answered 503 "
-                  "(default 128)")
-      ->check(CLI::Range(size_t{1}, size_t{1} << 20));
+  flags->http.Add(cmd);
   cmd->add_option("--bandwidth-cap", flags->bandwidth_cap,
                   "aggregated-retrieval bandwidth cap in bytes/s (0: none)")
       ->check(CLI::NonNegativeNumber);

@@ -174,6 +174,8 @@ Result<std::unique_ptr<RelayServer>> RelayServer::Start(boost::asio::io_context&
   sc.quic.cert_file = p->config.cert_file;
   sc.quic.key_file = p->config.key_file;
   sc.quic.max_connections = p->config.max_sessions;
+  sc.quic.admission = p->config.admission;
+  sc.quic.require_retry = p->config.require_retry;
   sc.session.implementation = "kvcs-relay/0.1 " + p->relay->id();
   auto server = moqt::MoqtServer::Create(
       io, sc, p->relay.get(),
@@ -199,6 +201,7 @@ Result<std::unique_ptr<RelayServer>> RelayServer::Start(boost::asio::io_context&
     mo.listen_host = hp.first;
     mo.port = hp.second;
     mo.io_threads = 1;
+    mo.limits = p->config.metrics_limits;
     p->metrics = std::make_unique<http::Server>(mo);
     p->metrics->router().Add(http::Route{
         "metrics", http::Router::MethodAndPath("GET", "/metrics"),

@@ -15,6 +15,8 @@
 #include <string>
 
 #include "common/status.h"
+#include "http/limits.h"
+#include "quic/quic_admission.h"
 #include "relay/relay.h"
 
 namespace boost::asio {
@@ -27,13 +29,18 @@ struct RelayServerConfig {
   std::string listen_host = "127.0.0.1";
   uint16_t port = 0;  // 0: any free port (RelayServer::port())
   std::string cert_file, key_file;
-  size_t max_sessions = 1024;
+  size_t max_sessions = 1024;  // the QUIC server's max_connections
+  // QUIC admission: per-address limits, Retry under load, the handshake deadline
+  // (quic/quic_admission.h); require_retry: a Retry for every new client.
+  quic::AdmissionLimits admission;
+  bool require_retry = false;
   // The upstream relay (moqt://host:port[/path]); empty: this relay is a root.
   std::string upstream_url;
   std::string upstream_ca_file;
   bool upstream_insecure = false;
   // Metrics: "host:port" for GET /metrics (Prometheus text); port 0 picks one; empty: off.
   std::string metrics_listen;
+  http::Limits metrics_limits;  // the metrics endpoint's admission limits
   RelayOptions relay;
 };
 

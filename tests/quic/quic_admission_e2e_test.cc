@@ -19,69 +19,16 @@
 #include "moqt_endpoint/moqt_endpoint.h"
 #include "moqt_session/moqt_track_store.h"
 #include "quic/server.h"
+#include "quic/test_tools/initial_flood.h"
 #include "tests/quic/quic_test_support.h"
 
 namespace kvcs::moqt {
 namespace {
 
 namespace asio = boost::asio;
-using Packet = std::vector<uint8_t>;
-
-// Non-blocking UDP sockets on 127.0.0.x, each on its own ephemeral port; closed at the end.
-class RawSockets {
- public:
-  ~RawSockets() { CloseAll(); }
-  void CloseAll() {
-    for (int fd : fds_) close(fd);
-    fds_.clear();
-  }
-  // A socket bound to `ip`:0; -1 on failure.
-  int Open(const char* ip) {
-    int fd = socket(AF_INET, SOCK_DGRAM | SOCK_NONBLOCK, 0);
-    if (fd < 0) return -1;
-    sockaddr_in a{};
-    a.sin_family = AF_INET;
-    inet_pton(AF_INET, ip, &a.sin_addr);
-    if (bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof(a)) != 0) {
-      close(fd);
-      return -1;
-    }
-    fds_.push_back(fd);
-    return fd;
-  }
-  static uint16_t Port(int fd) {
-    sockaddr_in a{};
-    socklen_t len = sizeof(a);
-    getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len);
-    return ntohs(a.sin_port);
-  }
-  static void Send(int fd, uint16_t port, const Packet& p) {
-    sockaddr_in to{};
-    to.sin_family = AF_INET;
-    to.sin_port = htons(port);
-    inet_pton(AF_INET, "127.0.0.1", &to.sin_addr);
-    sendto(fd, p.data(), p.size(), 0, reinterpret_cast<sockaddr*>(&to), sizeof(to));
-  }
-
- private:
-  std::vector<int> fds_;
-};
-
-// 1200 bytes that parse as a QUIC v1 Initial (random CIDs, no token) but decrypt to nothing.
-Packet JunkInitial(std::mt19937& rng) {
-  Packet p(1200);
-  for (auto& b : p) b = static_cast<uint8_t>(rng());
-  p[0] = 0xc3;  // long header, fixed bit, Initial, 4-byte packet number
-  p[1] = p[2] = p[3] = 0;
-  p[4] = 1;   // version 1
-  p[5] = 8;   // DCID length (8 random bytes follow)
-  p[14] = 8;  // SCID length
-  p[23] = 0;  // token length
-  constexpr size_t kRest = 1200 - 26;
-  p[24] = static_cast<uint8_t>(0x40 | (kRest >> 8));
-  p[25] = static_cast<uint8_t>(kRest & 0xff);
-  return p;
-}
+using quic::test::JunkInitial;
+using quic::test::Packet;
+using quic::test::RawSockets;
 
 class QuicAdmissionE2ETest : public ::testing::Test {
  protected:
@@ -119,32 +66,18 @@ class QuicAdmissionE2ETest : public ::testing::Test {
 
   // `n` real client Initials with distinct DCIDs, from MOQT clients aimed at a black hole.
   std::vector<Packet> CaptureInitials(size_t n) {
-    RawSockets hole;
-    int fd = hole.Open("127.0.0.1");
-    EXPECT_GE(fd, 0);
     std::vector<std::unique_ptr<MoqtClient>> clients;
-    for (size_t i = 0; i < n; ++i) {
-      auto c = MoqtClient::Connect(loop_.io, ClientConfig(RawSockets::Port(fd)), nullptr);
-      EXPECT_TRUE(c.ok());
-      if (c.ok()) clients.push_back(std::move(*c));
-    }
-    std::map<Packet, Packet> by_dcid;
-    loop_.RunUntil(
-        [&] {
-          uint8_t buf[2048];
-          ssize_t r;
-          while ((r = recv(fd, buf, sizeof(buf), 0)) > 0) {
-            if (r < 1200 || (buf[0] & 0xf0) != 0xc0 || buf[5] > 20) continue;  // Initial only
-            Packet dcid(buf + 6, buf + 6 + buf[5]);
-            by_dcid.emplace(dcid, Packet(buf, buf + r));
+    auto out = quic::test::CaptureInitials(
+        n,
+        [&](uint16_t port) {
+          for (size_t i = 0; i < n; ++i) {
+            auto c = MoqtClient::Connect(loop_.io, ClientConfig(port), nullptr);
+            EXPECT_TRUE(c.ok());
+            if (c.ok()) clients.push_back(std::move(*c));
           }
-          return by_dcid.size() >= n;
         },
-        "captured Initials");
+        [&](const std::function<bool()>& pred) { loop_.RunUntil(pred, "captured Initials"); });
     for (auto& c : clients) c->transport().Abandon();
-    clients.clear();
-    std::vector<Packet> out;
-    for (auto& [dcid, p] : by_dcid) out.push_back(p);
     return out;
   }
 
