@@ -13,9 +13,11 @@
 namespace kvcs::engine {
 namespace {
 
-// The retrieval's bound when the engine gave no compute cost (RetrievalOptions::min_deadline_ms):
-// long enough for a large load on a busy host; the engine may cancel sooner.
-constexpr uint64_t kMinDeadlineMs = 30000;
+// The retrieval's floor (RetrievalOptions::min_deadline_ms, above the recompute bound from the
+// engine's compute cost): a fixed part plus the load's bytes at a slow rate, so that a large load
+// on a busy host is not cut short and a small one that lacks an object ends soon.
+constexpr uint64_t kFloorFixedMs = 2000;
+constexpr uint64_t kFloorBytesPerMs = 50'000;  // 50 MB/s
 
 uint64_t NowMs() {
   return std::chrono::duration_cast<std::chrono::milliseconds>(
@@ -56,7 +58,9 @@ Status LoadJob::StartMoqt(std::span<const uint32_t> tokens) {
   const LinkPublication p = **found;
   moqt_->ns = p.ns;
   stream::RetrievalOptions o;
-  o.mode = stream::RetrievalMode::kLive;  // a live and a completed publication alike
+  // Live takes a live and a completed publication alike; one known ended (this client's own) is
+  // fetched, which ends as soon as the relay sent what it has.
+  o.mode = p.complete ? stream::RetrievalMode::kCompleted : stream::RetrievalMode::kLive;
   o.verifier.identity = std::move(*identity);
   o.verifier.publication = p.ns;
   o.verifier.require_signature = link->producer_key().has_value();
@@ -66,7 +70,8 @@ Status LoadJob::StartMoqt(std::span<const uint32_t> tokens) {
   o.verifier.accept_unconfirmed_prefix = p.anchor_blocks > blocks;
   const uint64_t us = client_->options().compute_us_per_layer;
   o.compute_ns_per_token_layer = us * 1000 / (blocks * d.block_tokens);
-  o.min_deadline_ms = kMinDeadlineMs;
+  const uint64_t bytes = uint64_t{layers_.size()} * blocks * 2 * client_->shape().section_bytes();
+  o.min_deadline_ms = kFloorFixedMs + bytes / kFloorBytesPerMs;
   Status started = link->Call([&]() -> Status {
     o.verifier.keys = &link->keys();
     moqt::MoqtSession* s = link->session();

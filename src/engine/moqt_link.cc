@@ -259,6 +259,12 @@ void MoqtLink::Remember(const profile::Namespace& ns, uint64_t anchor_blocks) {
   remembered_[ns.anchor_key] = LinkPublication{ns, anchor_blocks, anchor_blocks};
 }
 
+void MoqtLink::MarkComplete(const profile::Namespace& ns) {
+  for (auto& [key, p] : remembered_) {
+    if (p.ns == ns) p.complete = true;
+  }
+}
+
 void MoqtLink::Forget(const profile::Namespace& ns) {
   std::erase_if(remembered_, [&](const auto& e) { return e.second.ns == ns; });
 }
@@ -273,7 +279,7 @@ Result<std::optional<LinkPublication>> MoqtLink::FindPublication(
       auto it = remembered_.find(identity.block_keys[b - 1]);
       if (it != remembered_.end() && it->second.ns.scope_id == identity.scope_id &&
           it->second.ns.compat_id == identity.compat_id) {
-        return LinkPublication{it->second.ns, b, it->second.anchor_blocks};
+        return LinkPublication{it->second.ns, b, it->second.anchor_blocks, it->second.complete};
       }
     }
     return std::nullopt;

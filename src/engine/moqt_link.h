@@ -62,6 +62,7 @@ struct LinkPublication {
   profile::Namespace ns;
   uint64_t blocks = 0;
   uint64_t anchor_blocks = 0;
+  bool complete = false;  // known ended (this link's own, closed): fetched rather than subscribed
 };
 
 class MoqtLink {
@@ -105,6 +106,8 @@ class MoqtLink {
   // A publication of `anchor_blocks` blocks found elsewhere (discovery): under its Anchor Key.
   void Remember(const profile::Namespace& ns, uint64_t anchor_blocks);
   void Forget(const profile::Namespace& ns);
+  // This link's publication `ns` was closed (its manifest ended).
+  void MarkComplete(const profile::Namespace& ns);
   // fn runs every tick until RemoveTicker(id).
   uint64_t AddTicker(std::function<void()> fn);
   void RemoveTicker(uint64_t id);

@@ -147,7 +147,9 @@ Result<size_t> SaveJob::FinishPublication() {
   Status s = link->Call([&]() -> Status {
     if (!p->error.ok()) return p->error;
     if (!p->pub->segment_complete()) return Status(Code::kInternal, "publication incomplete");
-    return p->pub->Close();  // End of Track on the manifest: the relay keeps it whole
+    Status closed = p->pub->Close();  // End of Track on the manifest: the relay keeps it whole
+    if (closed.ok()) link->MarkComplete(p->pub->ns());
+    return closed;
   });
   if (s.ok()) s = link->WaitAnnounced(p->pub->ns());  // ns() is immutable
   if (!s.ok()) {
