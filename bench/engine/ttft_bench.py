@@ -119,6 +119,16 @@ def kvcs_leg(client, tokens, ids, dst, layout, layers, c):
     return ttft, first, time.perf_counter() - t0
 
 
+def save_all(client, tokens, ids, layout, src):
+    """Saves every layer of src ([(k, v)] per layer) from block 0; the blocks stored."""
+    save = client.save(tokens, 0, ids, layout)
+    for l, (k, v) in enumerate(src):
+        save.save_layer(l, k, v)
+    n = save.finish()
+    save.close()
+    return n
+
+
 def modeled(store, relay, context, layers, repeats):
     new = context // 8
     c = h100_layer_seconds(context, new)
@@ -138,11 +148,7 @@ def modeled(store, relay, context, layers, repeats):
     http = mk()
     shm = mk(shm_socket=store.shm_socket, shm_buffer_bytes=2 * layer_bytes + (1 << 20))
     t = time.perf_counter()
-    save = http.save(tokens, 0, ids, layout)
-    for l in range(layers):
-        save.save_layer(l, src[l][0], src[l][1])
-    stored = save.finish()
-    save.close()
+    stored = save_all(http, tokens, ids, layout, src)
     put_s = time.perf_counter() - t
     t = time.perf_counter()
     found = http.lookup(tokens)
@@ -158,11 +164,7 @@ def modeled(store, relay, context, layers, repeats):
         # Its own session (clients naming the same URL share one): it discovers the publication.
         sub = kvcs.Client(None, "", "", d, relay_url=relay.url.rstrip("/"), relay_insecure=True)
         t = time.perf_counter()
-        save = pub.save(tokens, 0, ids, layout)
-        for l in range(layers):
-            save.save_layer(l, src[l][0], src[l][1])
-        published = save.finish()
-        save.close()
+        published = save_all(pub, tokens, ids, layout, src)
         pub_s = time.perf_counter() - t
         t = time.perf_counter()
         found = sub.lookup(tokens)

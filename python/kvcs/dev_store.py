@@ -27,6 +27,15 @@ ACCESS_KEY = "kvcs-engine-test"
 SECRET_KEY = "engine-test-secret-0123456789"
 
 
+def _stop(proc):
+    proc.terminate()
+    try:
+        proc.wait(timeout=20)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait()
+
+
 class StoreProcess:
     def __init__(self, kvcs, extra_args=()):
         self.kvcs = kvcs
@@ -64,12 +73,7 @@ class StoreProcess:
                 "KVCS_TEST_SHM_SOCKET": self.shm_socket}
 
     def __exit__(self, *exc):
-        self.proc.terminate()
-        try:
-            self.proc.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            self.proc.kill()
-            self.proc.wait()
+        _stop(self.proc)
         shutil.rmtree(self.dir, ignore_errors=True)
         return False
 
@@ -98,12 +102,7 @@ class RelayProcess:
         return self
 
     def __exit__(self, *exc):
-        self.proc.terminate()
-        try:
-            self.proc.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            self.proc.kill()
-            self.proc.wait()
+        _stop(self.proc)
         return False
 
 

@@ -59,18 +59,18 @@ Awaitable<void> AggregatedExistsHandler::Handle(ExtensionContext& ctx) {
   size_t leading = 0;
   bool hole = false;
   for (size_t i = 0; i < slots->size(); ++i) {
-    status[i] = static_cast<char>('0' + static_cast<int>((*slots)[i].status));
-    hole = hole || (*slots)[i].status != BlockStatus::kPresent;
+    BlockSlot& slot = (*slots)[i];
+    // Held means held with every requested layer (as PlanItem decides per layer).
+    for (uint32_t l = req->layer_first;
+         slot.status == BlockStatus::kPresent && l < req->layer_first + req->layer_count; ++l) {
+      if (!slot.view.Find(l)) slot.status = BlockStatus::kLayerNotHeld;
+    }
+    status[i] = static_cast<char>('0' + static_cast<int>(slot.status));
+    hole = hole || slot.status != BlockStatus::kPresent;
     if (!hole) ++leading;
   }
   nlohmann::json resp = {{"blocks", slots->size()}, {"leading", leading}, {"status", status}};
-  std::string text = resp.dump();
-  s3::HeaderList json_headers = {{"Content-Type", "application/json"}};
-  Status s = co_await ctx.response.Start(200, std::move(json_headers), text.size());
-  if (!s.ok()) co_return;
-  s = co_await ctx.response.Write(AsBytes(text));
-  if (!s.ok()) co_return;
-  co_await ctx.response.Finish();
+  co_await SendJson(ctx, resp.dump());
 }
 
 }  // namespace kvcs::objcache
