@@ -183,12 +183,13 @@ class Save {
 
 class Client {
  public:
-  Client(const std::string& store_url, const std::string& access_key, const std::string& secret_key,
-         const py::dict& descriptor, const std::string& bucket, std::optional<py::bytes> scope_key,
-         std::optional<std::string> shm_socket, bool create_bucket,
-         std::optional<std::string> relay_url, std::optional<std::string> index_url,
-         std::optional<std::string> producer_key_pem, uint64_t shm_buffer_bytes,
-         uint64_t compute_us_per_layer, uint64_t stall_target_us) {
+  Client(std::optional<std::string> store_url, const std::string& access_key,
+         const std::string& secret_key, const py::dict& descriptor, const std::string& bucket,
+         std::optional<py::bytes> scope_key, std::optional<std::string> shm_socket,
+         bool create_bucket, std::optional<std::string> relay_url,
+         std::optional<std::string> index_url, std::optional<std::string> producer_key_pem,
+         uint64_t shm_buffer_bytes, uint64_t compute_us_per_layer, uint64_t stall_target_us,
+         std::optional<std::string> relay_ca_file, bool relay_insecure) {
     auto str = [&](const char* k, const char* dflt) -> std::string {
       if (!descriptor.contains(k)) {
         if (dflt) return dflt;
@@ -219,7 +220,9 @@ class Client {
       if (key.size() != 32) RaiseArg(KVCS_ERR_INVALID_ARGUMENT, "scope_key must be 32 bytes");
     }
     kvcs_client_config c{};
-    c.store_url = store_url.c_str();
+    c.store_url = store_url ? store_url->c_str() : nullptr;
+    c.relay_ca_file = relay_ca_file ? relay_ca_file->c_str() : nullptr;
+    c.relay_insecure = relay_insecure;
     c.bucket = bucket.c_str();
     c.access_key = access_key.c_str();
     c.secret_key = secret_key.c_str();
@@ -334,16 +337,18 @@ PYBIND11_MODULE(_kvcs_native, m) {
       .def("finish", &Save::Finish, "One aggregated PUT; returns the blocks stored.")
       .def("close", &Save::Close);
   py::class_<Client>(m, "Client")
-      .def(py::init<const std::string&, const std::string&, const std::string&, const py::dict&,
-                    const std::string&, std::optional<py::bytes>, std::optional<std::string>, bool,
-                    std::optional<std::string>, std::optional<std::string>,
-                    std::optional<std::string>, uint64_t, uint64_t, uint64_t>(),
+      .def(py::init<std::optional<std::string>, const std::string&, const std::string&,
+                    const py::dict&, const std::string&, std::optional<py::bytes>,
+                    std::optional<std::string>, bool, std::optional<std::string>,
+                    std::optional<std::string>, std::optional<std::string>, uint64_t, uint64_t,
+                    uint64_t, std::optional<std::string>, bool>(),
            py::arg("store_url"), py::arg("access_key"), py::arg("secret_key"),
            py::arg("descriptor"), py::arg("bucket") = "kvcache", py::arg("scope_key") = py::none(),
            py::arg("shm_socket") = py::none(), py::arg("create_bucket") = false,
            py::arg("relay_url") = py::none(), py::arg("index_url") = py::none(),
            py::arg("producer_key_pem") = py::none(), py::arg("shm_buffer_bytes") = 0,
-           py::arg("compute_us_per_layer") = 0, py::arg("stall_target_us") = 0)
+           py::arg("compute_us_per_layer") = 0, py::arg("stall_target_us") = 0,
+           py::arg("relay_ca_file") = py::none(), py::arg("relay_insecure") = false)
       .def_property_readonly("layers", &Client::layers)
       .def_property_readonly("block_tokens", &Client::block_tokens)
       .def_property_readonly("kv_dtype", &Client::kv_dtype)

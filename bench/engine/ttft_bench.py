@@ -19,8 +19,11 @@ Two legs, each printing every path beside the local-memory baseline of the same 
    src/sched/simulator.h's ComputeModel). 4K: c = 0.66 ms/layer, 64K: c = 32.7 ms/layer.
    Baseline "local": a thread copies each layer from a host array into the engine's buffers
    (the same KV in local DRAM, pipelined the same way). Paths: store over HTTP, same host (the
-   store's shared buffer). Added TTFT = TTFT(path) - TTFT(local); the lookup (one HEAD per block
-   today) is printed apart.
+   store's shared buffer), MOQT through a relay (a `kvcs relay` this program starts: one client
+   publishes the context through it as it saves, another, with its own session, discovers and
+   loads it; --relay-max-context bounds the contexts it runs for, as the relay's cache and both
+   clients hold the whole KV in memory). Added TTFT = TTFT(path) - TTFT(local); the lookups are
+   printed apart.
 2. The real CPU model (python/kvcs/tiny_llama.py, 8 layers, hidden 256): request B shares A's
    prefix; its prefill through KVCSConnector (vLLM's call order, python/kvcs/mini_engine.py),
    the prefix loaded layer by layer, against the same prefill reading A's KV from local memory
@@ -43,7 +46,7 @@ import time
 import numpy as np
 
 import kvcs
-from kvcs.dev_store import StoreProcess
+from kvcs.dev_store import RelayProcess, StoreProcess
 
 # Llama-3.1-8B (meta-llama/Llama-3.1-8B config.json).
 LAYERS, KV_HEADS, HEAD_DIM, D_MODEL, B = 32, 8, 128, 4096, 16
@@ -116,7 +119,17 @@ def kvcs_leg(client, tokens, ids, dst, layout, layers, c):
     return ttft, first, time.perf_counter() - t0
 
 
-def modeled(store, context, layers, repeats):
+def save_all(client, tokens, ids, layout, src):
+    """Saves every layer of src ([(k, v)] per layer) from block 0; the blocks stored."""
+    save = client.save(tokens, 0, ids, layout)
+    for l, (k, v) in enumerate(src):
+        save.save_layer(l, k, v)
+    n = save.finish()
+    save.close()
+    return n
+
+
+def modeled(store, relay, context, layers, repeats):
     new = context // 8
     c = h100_layer_seconds(context, new)
     blocks = context // B
@@ -135,11 +148,7 @@ def modeled(store, context, layers, repeats):
     http = mk()
     shm = mk(shm_socket=store.shm_socket, shm_buffer_bytes=2 * layer_bytes + (1 << 20))
     t = time.perf_counter()
-    save = http.save(tokens, 0, ids, layout)
-    for l in range(layers):
-        save.save_layer(l, src[l][0], src[l][1])
-    stored = save.finish()
-    save.close()
+    stored = save_all(http, tokens, ids, layout, src)
     put_s = time.perf_counter() - t
     t = time.perf_counter()
     found = http.lookup(tokens)
@@ -149,6 +158,23 @@ def modeled(store, context, layers, repeats):
     paths = [("local memory", lambda: local_leg(src, dst, layers, c)),
              ("store over HTTP", lambda: kvcs_leg(http, tokens, ids, dst, layout, layers, c)),
              ("same host (shm)", lambda: kvcs_leg(shm, tokens, ids, dst, layout, layers, c))]
+    relay_note = ""
+    if relay:
+        pub = kvcs.Client(None, "", "", d, relay_url=relay.url, relay_insecure=True)
+        # Its own session (clients naming the same URL share one): it discovers the publication.
+        sub = kvcs.Client(None, "", "", d, relay_url=relay.url.rstrip("/"), relay_insecure=True)
+        t = time.perf_counter()
+        published = save_all(pub, tokens, ids, layout, src)
+        pub_s = time.perf_counter() - t
+        t = time.perf_counter()
+        found = sub.lookup(tokens)
+        discover_s = time.perf_counter() - t
+        if published != blocks or found != context:
+            raise RuntimeError("MOQT: published %d of %d blocks, lookup %d"
+                               % (published, blocks, found))
+        relay_note = ("; MOQT: published in %.2f s, discovery at the relay %.1f ms"
+                      % (pub_s, discover_s * 1e3))
+        paths.append(("MOQT relay", lambda: kvcs_leg(sub, tokens, ids, dst, layout, layers, c)))
     runs = {name: [] for name, _ in paths}
     for _ in range(repeats):  # interleaved, so that drift hits every path alike
         for name, fn in paths:
@@ -162,8 +188,8 @@ def modeled(store, context, layers, repeats):
           "compute %.2f ms/layer (%.1f ms in all); hiding a layer needs %.1f GB/s"
           % (context, new, layers, layer_bytes / 2**20, c * 1e3, compute * 1e3,
              layer_bytes / c / 1e9))
-    print("  stored in %.2f s (one aggregated PUT); lookup %.1f ms (%d HEADs)"
-          % (put_s, lookup_s * 1e3, blocks))
+    print("  stored in %.2f s (one aggregated PUT); lookup %.1f ms (%d blocks)%s"
+          % (put_s, lookup_s * 1e3, blocks, relay_note))
     print("  %-17s %10s %10s %12s %12s %10s" % ("path", "TTFT ms", "layer0 ms", "added ms",
                                               "vs local %", "load GB/s"))
     base = statistics.median(r[0] for r in runs["local memory"])
@@ -276,15 +302,19 @@ def main():
     ap.add_argument("--tiny-prompt", type=int, default=256, help="tiny model: reused prefix")
     ap.add_argument("--skip-tiny", action="store_true")
     ap.add_argument("--skip-modeled", action="store_true")
+    ap.add_argument("--relay-max-context", type=int, default=4096,
+                    help="the MOQT relay path for contexts up to this (0: never)")
     a = ap.parse_args()
     print("H100 model: %.0f TFLOP/s peak dense BF16 x %.0f%% utilization; per layer %.3f GFLOP "
           "per new token + %d FLOP per query-key pair"
           % (H100_PEAK_FLOPS / 1e12, UTILIZATION * 100, 2 * WEIGHTS_PER_LAYER / 1e9, 4 * D_MODEL))
-    with StoreProcess(a.kvcs) as store:
+    with StoreProcess(a.kvcs) as store, RelayProcess([a.kvcs, "relay", "--open",
+                                                      "--cache-mib", "4096"]) as relay:
         if not a.skip_modeled:
             for ctx in (int(x) for x in a.contexts.split(",")):
                 layers = LAYERS if a.full or ctx <= 16384 else a.layers_64k
-                modeled(store, ctx, layers, a.repeats)
+                modeled(store, relay if ctx <= a.relay_max_context else None, ctx, layers,
+                        a.repeats)
         if not a.skip_tiny:
             tiny(store, a.tiny_prompt, a.repeats)
     return 0

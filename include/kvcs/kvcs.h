@@ -33,9 +33,18 @@
  * returned; free loads and saves before their client. kvcs_last_error() is per thread.
  *
  * Transports. The store over HTTP (store_url), and on the same host through a shared buffer
- * (shm_socket: the store's Unix socket, its `kvcs store --shm-socket`). Live delivery over MOQT
- * through a relay and the index service are not implemented yet: a relay_url or index_url gives
- * KVCS_ERR_NOT_YET.
+ * (shm_socket: the store's Unix socket, its `kvcs store --shm-socket`); MOQT through a relay
+ * (relay_url: a `kvcs relay`, docs/protocols/kvcs-stream.md). With a relay_url, lookups and loads
+ * go through the relay: a lookup finds the publication of the longest prefix of the prompt
+ * (publications this client made, else discovery at the relay), a load retrieves it (live while
+ * it is produced, or completed), verifies every manifest and object and writes each layer as it
+ * is verified; a save of a prompt from block 0 is published live, layer by layer as
+ * kvcs_save_layer is called, to the relay, and with a store_url too it is also stored with one
+ * aggregated PUT at the end. The clients of a process that name the same relay_url (with the same
+ * TLS settings and producer key) share one MOQT session and what it knows, so a lookup on one
+ * finds what a save on another published; it keeps their publications in memory while one of
+ * them lives (the relay takes them from it on demand). The index service is not implemented yet: an index_url
+ * gives KVCS_ERR_NOT_YET.
  */
 #ifndef KVCS_KVCS_H_
 #define KVCS_KVCS_H_
@@ -60,10 +69,10 @@ typedef enum kvcs_status {
   KVCS_ERR_UNKNOWN_LAYER = 3,    /* a layer number >= the descriptor's layers */
   KVCS_ERR_FINISHED = 4,         /* the handle was already finished */
   KVCS_ERR_CANCELLED = 5,        /* the load was cancelled before this layer arrived */
-  KVCS_ERR_TRANSPORT = 6,        /* the store could not be reached or answered an error */
+  KVCS_ERR_TRANSPORT = 6,        /* the store or relay could not be reached or answered an error */
   KVCS_ERR_BLOCKS_FAILED = 7,    /* some blocks of a layer failed (listed); the rest are in place */
   KVCS_ERR_STATE = 8,    /* a call out of order (e.g. finishing a save with layers missing) */
-  KVCS_ERR_NOT_YET = 9,  /* a transport not implemented yet (MOQT relay, index service) */
+  KVCS_ERR_NOT_YET = 9,  /* a transport not implemented yet (index service, https store) */
   KVCS_ERR_INTERNAL = 10 /* out of memory or a bug; the handle should be freed */
 } kvcs_status;
 
@@ -86,7 +95,7 @@ typedef struct kvcs_descriptor {
 } kvcs_descriptor;
 
 typedef struct kvcs_client_config {
-  const char* store_url;  /* "http://HOST:PORT" (required) */
+  const char* store_url;  /* "http://HOST:PORT"; NULL: no store (relay_url required) */
   const char* bucket;     /* NULL: "kvcache" */
   const char* access_key; /* SigV4 credentials of the store */
   const char* secret_key;
@@ -94,17 +103,22 @@ typedef struct kvcs_client_config {
   int create_bucket;            /* nonzero: create the bucket (an existing one is fine) */
   const char* shm_socket;       /* NULL: HTTP bodies; else same-host delivery through this socket */
   uint64_t shm_buffer_bytes;    /* 0: 64 MiB; must hold two layers of one load */
-  const char* relay_url;        /* MOQT relay: must be NULL for now (KVCS_ERR_NOT_YET) */
+  const char* relay_url;        /* "moqt://HOST:PORT[/path]": the MOQT path; NULL: none */
   const char* index_url;        /* index service: must be NULL for now (KVCS_ERR_NOT_YET) */
   const uint8_t* scope_key;     /* 32 bytes, or NULL for the public scope */
-  const char* producer_key_pem; /* NULL, or a P-256/Ed25519 private key (PEM) that will sign
-                                   MOQT manifests; checked now, used once MOQT publishing is in */
+  const char* producer_key_pem; /* NULL, or a P-256/Ed25519 private key (PEM): MOQT manifests
+                                   are signed with it and loads require manifests signed by it;
+                                   NULL: unsigned manifests, accepted */
   kvcs_descriptor descriptor;
   /* Scheduling inputs sent with every load (docs/protocols/objectcache-aggregated.md §3): the
    * engine's compute time per layer and the stall per layer it tolerates, in microseconds; a store
    * under --bandwidth-cap shares its bandwidth by them. 0: not given. */
   uint64_t compute_us_per_layer;
   uint64_t stall_target_us;
+  /* TLS of the relay: a PEM CA bundle (NULL: the system trust store), or relay_insecure nonzero
+   * to accept any certificate (DEVELOPMENT ONLY: a `kvcs relay` with its dev certificate). */
+  const char* relay_ca_file;
+  int relay_insecure;
 } kvcs_client_config;
 
 typedef struct kvcs_client kvcs_client;
@@ -125,8 +139,9 @@ KVCS_API kvcs_status kvcs_block_key(const kvcs_client* client, const uint32_t* t
                                     size_t key_out_len);
 
 /* How many leading tokens are loadable: asks the store which of the prompt's blocks it holds,
- * block by block from the first, and stops at the first it does not. *loadable_tokens is a
- * multiple of block_tokens. Blocks before `first_block` are assumed held (the engine has them). */
+ * block by block from the first, and stops at the first it does not (with a relay_url: the blocks
+ * of the longest prefix a publication serves, see Transports). *loadable_tokens is a multiple of
+ * block_tokens. Blocks before `first_block` are assumed held (the engine has them). */
 KVCS_API kvcs_status kvcs_lookup(kvcs_client* client, const uint32_t* tokens, size_t n_tokens,
                                  size_t first_block, size_t* loadable_tokens);
 
@@ -147,7 +162,9 @@ typedef struct kvcs_load kvcs_load;
  * buffers: layers[l] (descriptor.layers entries) for every layer, block first_block + i into
  * engine block block_ids[i] (n_block_ids = n_tokens / B - first_block, >= 1). Every argument is
  * checked first; then a loader thread streams the layers from the store and writes each block of
- * each layer as it arrives (after its digest verified). The buffers must stay valid until
+ * each layer as it arrives (after its digest verified; over MOQT a layer is written once every
+ * block of it verified, so a corrupt or missing object fails its layer's blocks). The buffers
+ * must stay valid until
  * kvcs_load_free returns. NULL on failure. */
 KVCS_API kvcs_load* kvcs_load_start(kvcs_client* client, const uint32_t* tokens, size_t n_tokens,
                                     size_t first_block, const uint32_t* block_ids,
@@ -186,8 +203,10 @@ KVCS_API kvcs_status kvcs_save_layer(kvcs_save* save, uint32_t layer,
                                      const kvcs_layer_buffers* buffers);
 /* Once every layer was saved: builds one KVSP container per block and stores them all with one
  * aggregated PUT (with the prefix record when first_block is 0). *stored (may be NULL) gets the
- * blocks the store accepted. KVCS_ERR_STATE when layers are missing; KVCS_ERR_FINISHED after the
- * first call. */
+ * blocks the store accepted. With a relay_url: ends the publication (its manifest's End of Track)
+ * and waits for the relay to have accepted its namespace; *stored then counts the published
+ * blocks when there is no store (0 for a save from first_block > 0, which is not published).
+ * KVCS_ERR_STATE when layers are missing; KVCS_ERR_FINISHED after the first call. */
 KVCS_API kvcs_status kvcs_save_finish(kvcs_save* save, size_t* stored);
 /* NULL is ignored; an unfinished save is dropped (nothing stored). */
 KVCS_API void kvcs_save_free(kvcs_save* save);

@@ -4,7 +4,7 @@ worker objects it is handed need only the attributes named below, which vLLM's o
 
 Scheduler side (role SCHEDULER):
   get_num_new_matched_tokens(request, num_computed_tokens) -> (tokens, False)
-      asks the store (kvcs lookup) how many whole blocks beyond the local hit are loadable; no
+      asks the store or relay (kvcs lookup) how many whole blocks beyond the local hit are loadable; no
       side effect but a remembered answer; never the whole prompt (the engine must compute at
       least one token to sample). Loads are layer-wise inside the forward pass, so never async.
   update_state_after_alloc(request, blocks, num_external_tokens)
@@ -51,7 +51,7 @@ class KVConnectorRole(enum.Enum):
 @dataclass
 class KVCSConfig:
     """What the connector needs; from vLLM: kv_transfer_config.kv_connector_extra_config."""
-    store_url: str
+    store_url: str          # None: no store (relay_url then required)
     access_key: str
     secret_key: str
     descriptor: dict
@@ -63,6 +63,8 @@ class KVCSConfig:
     create_bucket: bool = True
     compute_us_per_layer: int = 0   # scheduling inputs of every load (objectcache §3)
     stall_target_us: int = 0
+    relay_ca_file: str = None       # the relay's TLS (relay_url): a CA bundle,
+    relay_insecure: bool = False    # or, in development, any certificate
 
     @staticmethod
     def from_any(config):
@@ -82,7 +84,8 @@ class KVCSConfig:
                       bucket=self.bucket, scope_key=self.scope_key, shm_socket=self.shm_socket,
                       create_bucket=self.create_bucket, relay_url=self.relay_url,
                       index_url=self.index_url, compute_us_per_layer=self.compute_us_per_layer,
-                      stall_target_us=self.stall_target_us)
+                      stall_target_us=self.stall_target_us,
+                      relay_ca_file=self.relay_ca_file, relay_insecure=self.relay_insecure)
 
 
 @dataclass

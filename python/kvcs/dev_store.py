@@ -2,15 +2,18 @@
 """A development `kvcs store` process on 127.0.0.1, for the engine tests and examples (standard
 library only).
 
-As a program: python3 python/kvcs/dev_store.py KVCS [--store-arg ARG]... -- COMMAND...
+As a program: python3 python/kvcs/dev_store.py KVCS [--store-arg ARG]... [--relay] -- COMMAND...
 starts the store in a fresh temporary directory (port 0, same-host socket in that directory),
-runs COMMAND with the environment below, stops the store and exits with COMMAND's status.
-As a module: `with StoreProcess(kvcs) as s:` gives the same values as attributes.
+with --relay also a `kvcs relay --open` on 127.0.0.1 (port 0, its dev certificate), runs COMMAND
+with the environment below, stops them and exits with COMMAND's status.
+As a module: `with StoreProcess(kvcs) as s:` gives the same values as attributes, and
+`with RelayProcess([kvcs, "relay", "--open"]) as r:` a relay's r.url.
 
   KVCS_TEST_STORE_URL   http://127.0.0.1:PORT
   KVCS_TEST_ACCESS_KEY  KVCS_TEST_SECRET_KEY   the store's SigV4 credentials
   KVCS_TEST_STORE_ROOT  the store's directory (objects under buckets/<bucket>/obj/)
   KVCS_TEST_SHM_SOCKET  the same-host delivery socket
+  KVCS_TEST_RELAY_URL   moqt://127.0.0.1:PORT/ (with --relay; its certificate: connect insecure)
 """
 import hashlib
 import os
@@ -22,6 +25,15 @@ import threading
 
 ACCESS_KEY = "kvcs-engine-test"
 SECRET_KEY = "engine-test-secret-0123456789"
+
+
+def _stop(proc):
+    proc.terminate()
+    try:
+        proc.wait(timeout=20)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait()
 
 
 class StoreProcess:
@@ -61,13 +73,36 @@ class StoreProcess:
                 "KVCS_TEST_SHM_SOCKET": self.shm_socket}
 
     def __exit__(self, *exc):
-        self.proc.terminate()
-        try:
-            self.proc.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            self.proc.kill()
-            self.proc.wait()
+        _stop(self.proc)
         shutil.rmtree(self.dir, ignore_errors=True)
+        return False
+
+
+class RelayProcess:
+    """A relay process: `command` (e.g. [kvcs, "relay", "--open"]) gets --listen 127.0.0.1:0 and
+    must print "listening on moqt://HOST:PORT/" once it serves (kvcs relay does)."""
+
+    def __init__(self, command):
+        self.command = list(command)
+        self.proc = None
+
+    def __enter__(self):
+        self.proc = subprocess.Popen(self.command + ["--listen", "127.0.0.1:0"],
+                                     stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+        seen = []
+        for line in self.proc.stdout:
+            seen.append(line)
+            if "listening on moqt://" in line:
+                self.url = "moqt://" + line.split("listening on moqt://")[1].split()[0]
+                break
+        else:
+            self.proc.wait()
+            raise RuntimeError("%s did not start:\n%s" % (self.command[0], "".join(seen)))
+        threading.Thread(target=self.proc.stdout.read, daemon=True).start()
+        return self
+
+    def __exit__(self, *exc):
+        _stop(self.proc)
         return False
 
 
@@ -83,9 +118,14 @@ def main(argv):
         return 2
     sep = argv.index("--")
     kvcs, opts, cmd = argv[1], argv[2:sep], argv[sep + 1:]
-    extra = [opts[i + 1] for i in range(0, len(opts), 2) if opts[i] == "--store-arg"]
+    extra = [opts[i + 1] for i, o in enumerate(opts) if o == "--store-arg"]
     with StoreProcess(kvcs, extra) as s:
-        return subprocess.call(cmd, env=dict(os.environ, **s.env()))
+        env = dict(os.environ, **s.env())
+        if "--relay" not in opts:
+            return subprocess.call(cmd, env=env)
+        with RelayProcess([kvcs, "relay", "--open"]) as r:
+            env["KVCS_TEST_RELAY_URL"] = r.url
+            return subprocess.call(cmd, env=env)
 
 
 if __name__ == "__main__":

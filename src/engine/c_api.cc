@@ -9,12 +9,14 @@
 #include <new>
 #include <span>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "common/pem_key.h"
 #include "engine/engine_client.h"
 #include "engine/load_job.h"
 #include "engine/save_job.h"
+#include "profile/cose.h"
 
 struct kvcs_client {
   std::unique_ptr<kvcs::engine::EngineClient> impl;
@@ -30,6 +32,8 @@ namespace kvcs::engine {
 namespace {
 
 thread_local std::string last_error;
+// The kid of the client's producer key in signed manifests.
+constexpr std::string_view kProducerKid = "kvcs-engine";
 
 kvcs_status Fail(kvcs_status code, std::string message) {
   last_error = std::move(message);
@@ -173,19 +177,19 @@ kvcs_client* kvcs_client_create(const kvcs_client_config* config, int* status) {
   kvcs_client* out = nullptr;
   kvcs_status s = Guard([&]() -> kvcs_status {
     if (!config) return Fail(KVCS_ERR_INVALID_ARGUMENT, "config is NULL");
-    if (config->relay_url) {
-      return Fail(KVCS_ERR_NOT_YET,
-                  "relay_url: MOQT delivery through a relay is not implemented "
-                  "yet (use the store)");
-    }
     if (config->index_url) {
       return Fail(KVCS_ERR_NOT_YET,
                   "index_url: the index service is not used by the engine "
                   "client yet");
     }
-    if (!config->store_url) return Fail(KVCS_ERR_INVALID_ARGUMENT, "store_url is NULL");
+    if (!config->store_url && !config->relay_url) {
+      return Fail(KVCS_ERR_INVALID_ARGUMENT, "store_url and relay_url are both NULL");
+    }
     EngineClientOptions o;
-    o.store_url = config->store_url;
+    if (config->store_url) o.store_url = config->store_url;
+    if (config->relay_url) o.relay_url = config->relay_url;
+    if (config->relay_ca_file) o.relay_ca_file = config->relay_ca_file;
+    o.relay_insecure = config->relay_insecure != 0;
     if (config->bucket) o.bucket = config->bucket;
     if (config->access_key) o.access_key = config->access_key;
     if (config->secret_key) o.secret_key = config->secret_key;
@@ -200,6 +204,14 @@ kvcs_client* kvcs_client_create(const kvcs_client_config* config, int* status) {
       auto key = ReadPrivatePem(config->producer_key_pem);
       if (!key.ok())
         return Fail(KVCS_ERR_INVALID_ARGUMENT, "producer_key_pem: " + key.status().message());
+      // One producer per client: a fixed kid names it in manifest.cose.
+      auto signer = profile::SigningKey::FromPrivatePem(
+          config->producer_key_pem, Bytes(kProducerKid.begin(), kProducerKid.end()));
+      if (!signer.ok()) {
+        return Fail(KVCS_ERR_INVALID_ARGUMENT, "producer_key_pem: " + signer.status().message());
+      }
+      o.producer_key = std::move(*signer);
+      o.producer_key_pem = config->producer_key_pem;
     }
     auto d = ToDescriptor(config->descriptor);
     if (!d.ok()) return FromStatus(d.status());

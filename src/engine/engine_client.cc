@@ -1,10 +1,16 @@
 #include "engine/engine_client.h"
 
+#include <algorithm>
+#include <map>
+#include <mutex>
 #include <utility>
 
 #include "common/strings.h"
+#include "engine/moqt_link.h"
+#include "kvcs_stream/cache_identity.h"
 #include "kvsp/block_keys.h"
 #include "kvsp/codec.h"
+#include "objcache/aggregate_wire.h"
 #include "objcache/block_layout.h"
 
 namespace kvcs::engine {
@@ -36,6 +42,25 @@ Status ParseStoreUrl(const std::string& url, std::string* host, uint16_t* port) 
   return Status::Ok();
 }
 
+// One MoqtLink per relay URL, TLS settings and producer key in the process: the clients of an
+// engine (a scheduler's and a worker's) share its session and what it remembers, so a lookup
+// finds what a save of another client published.
+Result<std::shared_ptr<MoqtLink>> SharedLink(MoqtLinkOptions o, const std::string& pem) {
+  static std::mutex mu;
+  static std::map<std::string, std::weak_ptr<MoqtLink>> links;
+  const std::string name =
+      o.relay_url + '\n' + o.ca_file + '\n' + (o.insecure ? "1" : "0") + '\n' + pem;
+  std::lock_guard<std::mutex> l(mu);
+  std::erase_if(links, [](const auto& e) { return e.second.expired(); });
+  if (auto it = links.find(name); it != links.end()) {
+    if (auto link = it->second.lock()) return link;
+  }
+  KVCS_ASSIGN_OR_RETURN(std::unique_ptr<MoqtLink> made, MoqtLink::Start(std::move(o)));
+  std::shared_ptr<MoqtLink> link(std::move(made));
+  links[name] = link;
+  return link;
+}
+
 }  // namespace
 
 Status EngineStatus(Code code, EngineError e, std::string message) {
@@ -47,6 +72,7 @@ PooledConnection::~PooledConnection() {
 }
 
 EngineClient::EngineClient(EngineClientOptions options) : options_(std::move(options)) {}
+EngineClient::~EngineClient() = default;
 
 Result<std::unique_ptr<EngineClient>> EngineClient::Create(EngineClientOptions options) {
   KVCS_RETURN_IF_ERROR(kvsp::ValidateDescriptor(options.descriptor).WithContext("descriptor"));
@@ -60,12 +86,17 @@ Result<std::unique_ptr<EngineClient>> EngineClient::Create(EngineClientOptions o
                                           " is not supported by the engine API (fp32, fp16, bf16)");
   }
   if (options.bucket.empty()) return Status(Code::kInvalidArgument, "bucket is empty");
-  if (options.access_key.empty() || options.secret_key.empty()) {
+  if (!options.store_url.empty() && (options.access_key.empty() || options.secret_key.empty())) {
     return Status(Code::kInvalidArgument, "access_key and secret_key are required");
+  }
+  if (options.store_url.empty() && options.relay_url.empty()) {
+    return Status(Code::kInvalidArgument, "store_url and relay_url are both NULL: nothing to use");
   }
   std::unique_ptr<EngineClient> c(new EngineClient(std::move(options)));
   objcache::ClientOptions& co = c->connection_options_;
-  KVCS_RETURN_IF_ERROR(ParseStoreUrl(c->options_.store_url, &co.host, &co.port));
+  if (c->has_store()) {
+    KVCS_RETURN_IF_ERROR(ParseStoreUrl(c->options_.store_url, &co.host, &co.port));
+  }
   co.access_key = c->options_.access_key;
   co.secret_key = c->options_.secret_key;
   co.region = c->options_.region;
@@ -79,7 +110,15 @@ Result<std::unique_ptr<EngineClient>> EngineClient::Create(EngineClientOptions o
   const kvsp::Descriptor& cd = c->options_.descriptor;
   c->shape_ = SectionShape{cd.block_tokens, cd.kv_heads, cd.head_dim,
                            static_cast<uint32_t>(kvsp::DtypeBytes(cd.kv_dtype))};
-  if (c->options_.create_bucket) {
+  if (!c->options_.relay_url.empty()) {
+    MoqtLinkOptions mo;
+    mo.relay_url = c->options_.relay_url;
+    mo.ca_file = c->options_.relay_ca_file;
+    mo.insecure = c->options_.relay_insecure;
+    mo.producer_key = c->options_.producer_key;
+    KVCS_ASSIGN_OR_RETURN(c->moqt_, SharedLink(std::move(mo), c->options_.producer_key_pem));
+  }
+  if (c->options_.create_bucket && c->has_store()) {
     PooledConnection conn = c->Borrow();
     Status s = conn->CreateBucket(c->options_.bucket);
     if (!s.ok()) {
@@ -131,6 +170,59 @@ Result<size_t> EngineClient::Lookup(std::span<const uint32_t> tokens, size_t fir
                                               " is beyond the prompt's " +
                                               std::to_string(keys.size()) + " full blocks");
   }
+  if (moqt_) return LookupRelay(tokens, first_block);
+  return LookupStore(keys, first_block);
+}
+
+Result<size_t> EngineClient::LookupRelay(std::span<const uint32_t> tokens, size_t first_block) {
+  const uint32_t b = options_.descriptor.block_tokens;
+  const size_t full = tokens.size() / b;
+  if (first_block >= full) return first_block * b;
+  auto id = stream::CacheIdentity::Compute(options_.descriptor, options_.scope_key,
+                                           tokens.subspan(0, full * b));
+  if (!id.ok()) return id.status();
+  auto p = moqt_->FindPublication(*id, first_block + 1);
+  if (!p.ok()) {
+    return EngineStatus(Code::kUnavailable, EngineError::kTransport,
+                        "lookup: " + p.status().message());
+  }
+  const size_t held = *p ? std::min<size_t>((*p)->blocks, full) : 0;
+  return std::max(held, first_block) * b;
+}
+
+Result<size_t> EngineClient::LookupStore(const std::vector<Digest>& keys, size_t first_block) {
+  // One existence query per kMaxBlocks blocks (objectcache-aggregated.md §3a), from the first not
+  // held locally, until the first hole.
+  size_t held = first_block;
+  objcache::AggregateRequest req;
+  req.scope_id = scope_id_;
+  req.compat_id = compat_id_;
+  req.codec = kvsp::CodecValue(kvsp::Codec::kRaw);
+  req.layer_first = 0;
+  req.layer_count = options_.descriptor.layers;
+  req.components = objcache::Components::kKV;
+  while (held < keys.size()) {
+    const size_t n = std::min<size_t>(keys.size() - held, objcache::kMaxBlocks);
+    req.block_keys.assign(keys.begin() + static_cast<std::ptrdiff_t>(held),
+                          keys.begin() + static_cast<std::ptrdiff_t>(held + n));
+    auto r =
+        WithConnection([&](objcache::Client& c) { return c.AggregateExists(options_.bucket, req); },
+                       [] { return true; });
+    if (!r.ok()) {
+      if (r.status().message().find("HTTP 4") != std::string::npos &&
+          r.status().message().find("HTTP 403") == std::string::npos) {
+        return LookupByHead(keys, held);  // a store without the existence query
+      }
+      return EngineStatus(Code::kUnavailable, EngineError::kTransport,
+                          "lookup: " + r.status().message());
+    }
+    held += r->leading;
+    if (r->leading < n) break;
+  }
+  return held * options_.descriptor.block_tokens;
+}
+
+Result<size_t> EngineClient::LookupByHead(const std::vector<Digest>& keys, size_t first_block) {
   size_t held = first_block;
   // One HEAD per block, in order, until the first the store lacks: a prefix is loadable only up
   // to its first hole.

@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <span>
 #include <string>
 #include <string_view>
@@ -18,6 +19,7 @@
 #include "kvsp/descriptor.h"
 #include "kvsp/ids.h"
 #include "objcache/client.h"
+#include "profile/cose.h"
 
 namespace kvcs::engine {
 
@@ -35,7 +37,7 @@ enum class EngineError {
 };
 
 struct EngineClientOptions {
-  std::string store_url;  // http://host:port
+  std::string store_url;  // http://host:port; empty: no store (then relay_url is required)
   std::string bucket = "kvcache";
   std::string access_key, secret_key, region = "us-east-1";
   bool create_bucket = false;
@@ -45,7 +47,14 @@ struct EngineClientOptions {
   kvsp::Descriptor descriptor;
   // Scheduling inputs of every load (µs; 0: not given).
   uint64_t compute_us_per_layer = 0, stall_target_us = 0;
+  // The MOQT path (moqt_link.h): moqt://HOST:PORT[/path]; empty: none.
+  std::string relay_url, relay_ca_file;
+  bool relay_insecure = false;
+  std::optional<profile::SigningKey> producer_key;
+  std::string producer_key_pem;  // the PEM producer_key came from (names the shared link)
 };
+
+class MoqtLink;
 
 class EngineClient;
 
@@ -73,6 +82,7 @@ class PooledConnection {
 class EngineClient {
  public:
   static Result<std::unique_ptr<EngineClient>> Create(EngineClientOptions options);
+  ~EngineClient();
 
   const kvsp::Descriptor& descriptor() const { return options_.descriptor; }
   const std::string& bucket() const { return options_.bucket; }
@@ -92,8 +102,13 @@ class EngineClient {
                                         std::string_view what) const;
   // The store object key of a block.
   std::string ObjectKey(const Digest& block_key) const;
-  // Leading loadable tokens (see kvcs_lookup).
+  // Leading loadable tokens (see kvcs_lookup): from the relay when one is configured, else the
+  // store.
   Result<size_t> Lookup(std::span<const uint32_t> tokens, size_t first_block);
+
+  bool has_store() const { return !options_.store_url.empty(); }
+  // The MOQT path; null without a relay_url.
+  MoqtLink* moqt() { return moqt_.get(); }
 
   PooledConnection Borrow();
 
@@ -121,6 +136,10 @@ class EngineClient {
   friend class PooledConnection;
   explicit EngineClient(EngineClientOptions options);
   void Return(std::unique_ptr<objcache::Client> c);
+  Result<size_t> LookupStore(const std::vector<Digest>& keys, size_t first_block);
+  // One HEAD per block: for a store without the existence query.
+  Result<size_t> LookupByHead(const std::vector<Digest>& keys, size_t first_block);
+  Result<size_t> LookupRelay(std::span<const uint32_t> tokens, size_t first_block);
 
   EngineClientOptions options_;
   objcache::ClientOptions connection_options_;
@@ -128,6 +147,7 @@ class EngineClient {
   SectionShape shape_;
   std::mutex mu_;
   std::vector<std::unique_ptr<objcache::Client>> idle_;  // guarded by mu_
+  std::shared_ptr<MoqtLink> moqt_;  // shared with the process's other clients of the relay
 };
 
 // A Status with an EngineError detail.

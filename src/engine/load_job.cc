@@ -1,9 +1,11 @@
 #include "engine/load_job.h"
 
+#include <algorithm>
 #include <numeric>
 #include <string>
 #include <utility>
 
+#include "engine/moqt_link.h"
 #include "kvsp/codec.h"
 #include "objcache/aggregate_wire.h"
 
@@ -28,10 +30,12 @@ std::string_view BlockStatusName(objcache::BlockStatus s) {
 
 }  // namespace
 
-LoadJob::LoadJob(EngineClient* client, std::vector<Digest> keys, std::vector<uint32_t> block_ids,
-                 std::vector<LayerTarget> layers, const PagedLayout& layout)
+LoadJob::LoadJob(EngineClient* client, std::vector<Digest> keys, size_t first_block,
+                 std::vector<uint32_t> block_ids, std::vector<LayerTarget> layers,
+                 const PagedLayout& layout)
     : client_(client),
       keys_(std::move(keys)),
+      first_block_(first_block),
       block_ids_(std::move(block_ids)),
       layers_(std::move(layers)),
       layout_(layout),
@@ -63,9 +67,14 @@ Result<std::unique_ptr<LoadJob>> LoadJob::Start(EngineClient* client,
       }
     }
   }
-  std::unique_ptr<LoadJob> job(new LoadJob(
-      client, std::move(keys), std::vector<uint32_t>(block_ids.begin(), block_ids.end()),
-      std::vector<LayerTarget>(layers.begin(), layers.end()), layout));
+  std::unique_ptr<LoadJob> job(
+      new LoadJob(client, std::move(keys), first_block,
+                  std::vector<uint32_t>(block_ids.begin(), block_ids.end()),
+                  std::vector<LayerTarget>(layers.begin(), layers.end()), layout));
+  if (client->moqt()) {
+    KVCS_RETURN_IF_ERROR(job->StartMoqt(tokens));
+    return job;
+  }
   job->thread_ = std::thread([j = job.get()] { j->Run(); });
   return job;
 }
@@ -73,6 +82,25 @@ Result<std::unique_ptr<LoadJob>> LoadJob::Start(EngineClient* client,
 LoadJob::~LoadJob() {
   Cancel();
   if (thread_.joinable()) thread_.join();  // REQUIRES: no Finish running (the ABI's free rule)
+  if (client_->moqt()) {
+    // Synchronously on the link thread: no callback of the retrieval runs after this.
+    client_->moqt()->Call([this] {
+      StopMoqt();
+      return 0;
+    });
+  }
+}
+
+void LoadJob::CompleteLayer(uint32_t layer, LayerState st) {
+  st.done = true;
+  {
+    std::lock_guard<std::mutex> l(mu_);
+    if (!st.status.ok() && first_failure_.ok()) first_failure_ = st.status;
+    state_[layer] = std::move(st);
+    complete_ =
+        std::all_of(state_.begin(), state_.end(), [](const LayerState& s) { return s.done; });
+  }
+  cv_.notify_all();
 }
 
 void LoadJob::Run() {
@@ -127,13 +155,7 @@ void LoadJob::Run() {
                                        std::to_string(keys_.size()) +
                                        " blocks failed (first: " + why + ")");
         }
-        st.done = true;
-        {
-          std::lock_guard<std::mutex> l(mu_);
-          if (!st.status.ok() && first_failure_.ok()) first_failure_ = st.status;
-          state_[dl.layer] = std::move(st);
-        }
-        cv_.notify_all();
+        CompleteLayer(dl.layer, std::move(st));
         ++next;
         return Status::Ok();
       });
@@ -166,6 +188,7 @@ void LoadJob::FailRemaining(const Status& why) {
       st.failed.resize(keys_.size());
       std::iota(st.failed.begin(), st.failed.end(), 0u);
     }
+    complete_ = true;
   }
   cv_.notify_all();
 }
@@ -186,8 +209,18 @@ Status LoadJob::WaitLayer(uint32_t layer, std::vector<uint32_t>* failed) {
 }
 
 void LoadJob::Cancel() {
-  std::lock_guard<std::mutex> writing(write_mu_);
-  cancel_.store(true);
+  {
+    std::lock_guard<std::mutex> writing(write_mu_);
+    if (cancel_.exchange(true)) return;
+  }
+  if (client_->moqt()) {
+    // Runs before the destructor's own call on the link thread (tasks run in order).
+    client_->moqt()->Post([this] {
+      StopMoqt();
+      FailRemaining(
+          EngineStatus(Code::kFailedPrecondition, EngineError::kCancelled, "load cancelled"));
+    });
+  }
 }
 
 Status LoadJob::Finish() {
@@ -198,8 +231,9 @@ Status LoadJob::Finish() {
                           "load already finished");
     finished_ = true;  // from here on only this call touches thread_
   }
-  thread_.join();
-  std::lock_guard<std::mutex> l(mu_);
+  if (thread_.joinable()) thread_.join();
+  std::unique_lock<std::mutex> l(mu_);
+  cv_.wait(l, [&] { return complete_; });  // the MOQT path: its retrieval's end
   return first_failure_;
 }
 

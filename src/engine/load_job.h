@@ -1,6 +1,8 @@
 // One kvcs_load: a loader thread streams every layer of a prompt's blocks from the store (one
 // aggregated layer-major GET, inline or through the same-host buffer) and writes each verified
 // block into the engine's paged buffers as its layer arrives; the engine waits per layer.
+// With a relay (the client's MoqtLink) a kvcs_stream Retrieval of the prefix's publication runs
+// on the link's thread instead and writes each layer as the verifier hands it over.
 // Thread-safe (Wait/Cancel/Finish from any thread; the destructor cancels and joins).
 #ifndef KVCS_ENGINE_LOAD_JOB_H_
 #define KVCS_ENGINE_LOAD_JOB_H_
@@ -18,6 +20,11 @@
 #include "common/status.h"
 #include "engine/engine_client.h"
 #include "engine/paged_layout.h"
+
+namespace kvcs::stream {
+struct VerifiedLayer;
+struct RetrievalReport;
+}  // namespace kvcs::stream
 
 namespace kvcs::engine {
 
@@ -49,14 +56,29 @@ class LoadJob {
   Status Finish();
 
  private:
-  LoadJob(EngineClient* client, std::vector<Digest> keys, std::vector<uint32_t> block_ids,
-          std::vector<LayerTarget> layers, const PagedLayout& layout);
+  struct LayerState {
+    bool done = false;
+    Status status;                 // OK, or why some or all blocks failed
+    std::vector<uint32_t> failed;  // block indices
+  };
+  LoadJob(EngineClient* client, std::vector<Digest> keys, size_t first_block,
+          std::vector<uint32_t> block_ids, std::vector<LayerTarget> layers,
+          const PagedLayout& layout);
   void Run();
   // Marks every layer not yet done with `why` (all blocks failed).
   void FailRemaining(const Status& why);
+  void CompleteLayer(uint32_t layer, LayerState st);
+
+  // The MOQT path (load_job_moqt.cc).
+  struct Moqt;
+  Status StartMoqt(std::span<const uint32_t> tokens);
+  void OnMoqtLayer(const stream::VerifiedLayer& l);   // link thread
+  void OnMoqtDone(const stream::RetrievalReport& r);  // link thread
+  void StopMoqt();                                    // link thread
 
   EngineClient* client_;
   std::vector<Digest> keys_;  // the loaded blocks' keys
+  size_t first_block_ = 0;
   std::vector<uint32_t> block_ids_;
   std::vector<LayerTarget> layers_;
   PagedLayout layout_;
@@ -64,15 +86,12 @@ class LoadJob {
   std::atomic<bool> cancel_{false};
   std::thread thread_;
 
-  struct LayerState {
-    bool done = false;
-    Status status;                 // OK, or why some or all blocks failed
-    std::vector<uint32_t> failed;  // block indices
-  };
+  std::shared_ptr<Moqt> moqt_;  // link thread (set before it is shared)
   std::mutex mu_;
   std::condition_variable cv_;
   std::vector<LayerState> state_;  // guarded by mu_
   bool finished_ = false;          // guarded by mu_
+  bool complete_ = false;          // guarded by mu_: every layer done (the MOQT path)
   Status first_failure_;           // guarded by mu_
 };
 

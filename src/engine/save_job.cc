@@ -1,13 +1,39 @@
 #include "engine/save_job.h"
 
+#include <map>
 #include <string>
 #include <utility>
 
+#include "engine/moqt_link.h"
 #include "kvsp/codec.h"
 #include "kvsp/container.h"
+#include "kvsp/ids.h"
 #include "objcache/aggregate_wire.h"
 
 namespace kvcs::engine {
+
+// Link thread only (tasks posted in order, then Finish's Call).
+struct SaveJob::Publication {
+  stream::Publisher* pub = nullptr;  // kept by the link
+  uint64_t section = 0;
+  std::map<uint32_t, std::shared_ptr<const Bytes>> pending;  // saved, not yet published
+  Status error;
+  // Publishes the layers that are next in order (the Publisher takes them 0, 1, ...).
+  void Offer(uint32_t layer, std::shared_ptr<const Bytes> data) {
+    pending[layer] = std::move(data);
+    for (auto it = pending.find(pub->next_layer()); error.ok() && it != pending.end();
+         it = pending.find(pub->next_layer())) {
+      const Bytes& b = *it->second;
+      const uint32_t l = it->first;
+      for (uint64_t i = 0; error.ok() && i < pub->segment_blocks(); ++i) {
+        const uint8_t* p = b.data() + 2 * i * section;
+        error = pub->PublishBlock(l, i, ByteSpan(p, section), ByteSpan(p + section, section));
+      }
+      pending.erase(it);
+      if (pub->segment_complete()) break;
+    }
+  }
+};
 
 SaveJob::SaveJob(EngineClient* client, std::vector<Digest> keys, size_t first_block,
                  std::vector<uint32_t> block_ids, const PagedLayout& layout)
@@ -29,9 +55,36 @@ Result<std::unique_ptr<SaveJob>> SaveJob::Begin(EngineClient* client,
   // The buffers' sizes are known per layer only; check what can be checked now.
   Status s = CheckLayout(layout, client->shape(), block_ids, UINT64_MAX);
   if (!s.ok()) return EngineStatus(s.code(), EngineError::kOutOfBounds, s.message());
-  return std::unique_ptr<SaveJob>(
+  std::unique_ptr<SaveJob> job(
       new SaveJob(client, std::move(keys), first_block,
                   std::vector<uint32_t>(block_ids.begin(), block_ids.end()), layout));
+  MoqtLink* link = client->moqt();
+  if (link && first_block == 0) {
+    // A publication's segment 0 starts at token 0: only a save from block 0 is published.
+    KVCS_RETURN_IF_ERROR(link->EnsureSession());
+    stream::PublisherConfig pc;
+    pc.descriptor = client->descriptor();
+    pc.scope_key = client->options().scope_key;
+    const size_t n = job->keys_.size();
+    auto p = std::make_shared<Publication>();
+    p->section = client->shape().section_bytes();
+    Status created = link->Call([&]() -> Status {
+      pc.producer_key = link->producer_key();
+      auto pub = stream::Publisher::Create(
+          &link->store(), std::move(pc),
+          tokens.subspan(0, n * size_t{client->descriptor().block_tokens}));
+      if (!pub.ok()) return pub.status();
+      p->pub = pub->get();
+      link->AddPublication(std::move(*pub), job->keys_);
+      return Status::Ok();
+    });
+    if (!created.ok()) {
+      return EngineStatus(Code::kUnavailable, EngineError::kTransport,
+                          "save: publishing: " + created.message());
+    }
+    job->pub_ = std::move(p);
+  }
+  return job;
 }
 
 Status SaveJob::SaveLayer(uint32_t layer, const LayerTarget& b) {
@@ -43,7 +96,7 @@ Status SaveJob::SaveLayer(uint32_t layer, const LayerTarget& b) {
                         "layer " + std::to_string(layer) + " of a model with " +
                             std::to_string(layers_.size()) + " layers");
   }
-  if (!layers_[layer].empty()) {
+  if (layers_[layer]) {
     return EngineStatus(Code::kFailedPrecondition, EngineError::kState,
                         "layer " + std::to_string(layer) + " was already saved");
   }
@@ -59,7 +112,13 @@ Status SaveJob::SaveLayer(uint32_t layer, const LayerTarget& b) {
     GatherSection(b.k, layout_, shape, block_ids_[i], out.data() + 2 * i * section);
     GatherSection(b.v, layout_, shape, block_ids_[i], out.data() + (2 * i + 1) * section);
   }
-  layers_[layer] = std::move(out);
+  auto data = std::make_shared<const Bytes>(std::move(out));
+  layers_[layer] = data;
+  if (pub_) {
+    client_->moqt()->Post([p = pub_, layer, data = std::move(data)]() mutable {
+      if (p->error.ok()) p->Offer(layer, std::move(data));
+    });
+  }
   return Status::Ok();
 }
 
@@ -68,19 +127,46 @@ Result<size_t> SaveJob::Finish() {
     return EngineStatus(Code::kFailedPrecondition, EngineError::kFinished, "save already finished");
   }
   for (size_t l = 0; l < layers_.size(); ++l) {
-    if (layers_[l].empty()) {
+    if (!layers_[l]) {
       return EngineStatus(Code::kFailedPrecondition, EngineError::kState,
                           "layer " + std::to_string(l) + " was not saved");
     }
   }
   finished_ = true;
+  size_t published = 0;
+  if (pub_) {
+    KVCS_ASSIGN_OR_RETURN(published, FinishPublication());
+  }
+  if (!client_->has_store()) return published;
+  return Store();
+}
+
+Result<size_t> SaveJob::FinishPublication() {
+  MoqtLink* link = client_->moqt();
+  std::shared_ptr<Publication> p = std::move(pub_);
+  Status s = link->Call([&]() -> Status {
+    if (!p->error.ok()) return p->error;
+    if (!p->pub->segment_complete()) return Status(Code::kInternal, "publication incomplete");
+    Status closed = p->pub->Close();  // End of Track on the manifest: the relay keeps it whole
+    if (closed.ok()) link->MarkComplete(p->pub->ns());
+    return closed;
+  });
+  if (s.ok()) s = link->WaitAnnounced(p->pub->ns());  // ns() is immutable
+  if (!s.ok()) {
+    return EngineStatus(Code::kUnavailable, EngineError::kTransport,
+                        "save: publishing: " + s.message());
+  }
+  return keys_.size();
+}
+
+Result<size_t> SaveJob::Store() {
   const uint64_t section = client_->shape().section_bytes();
   std::vector<Bytes> containers;
   containers.reserve(keys_.size());
   std::vector<kvsp::LayerSections> raw(layers_.size());
   for (size_t i = 0; i < keys_.size(); ++i) {
     for (size_t l = 0; l < layers_.size(); ++l) {
-      const uint8_t* p = layers_[l].data() + 2 * i * section;
+      const uint8_t* p = layers_[l]->data() + 2 * i * section;
       raw[l] = kvsp::LayerSections{ByteSpan(p, section), ByteSpan(p + section, section)};
     }
     KVCS_ASSIGN_OR_RETURN(

@@ -1,5 +1,7 @@
 // One kvcs_save: copies each layer of a prompt's blocks out of the engine's paged buffers as the
 // engine computes it, and on Finish stores one KVSP container per block with one aggregated PUT.
+// With a relay (and a save from block 0), each copied layer is also published at once through the
+// client's MoqtLink (a kvcs_stream Publisher, on the link's thread); Finish ends the publication.
 // Used by one thread at a time.
 #ifndef KVCS_ENGINE_SAVE_JOB_H_
 #define KVCS_ENGINE_SAVE_JOB_H_
@@ -39,9 +41,13 @@ class SaveJob {
   size_t first_block_;
   std::vector<uint32_t> block_ids_;
   PagedLayout layout_;
-  // Per layer: the K then V sections of every block, [block][K|V] (empty until saved).
-  std::vector<Bytes> layers_;
+  // Per layer: the K then V sections of every block, [block][K|V] (null until saved).
+  std::vector<std::shared_ptr<const Bytes>> layers_;
   bool finished_ = false;
+  struct Publication;  // the MOQT publication's state, on the link's thread
+  std::shared_ptr<Publication> pub_;
+  Result<size_t> FinishPublication();
+  Result<size_t> Store();
 };
 
 }  // namespace kvcs::engine

@@ -260,13 +260,7 @@ Awaitable<void> AggregatedPutHandler::Handle(ExtensionContext& ctx) {
   if (res_.options.events && !p.stored_blocks.empty()) {
     res_.options.events->OnStored(ctx.request.bucket, p.stored_blocks, anchor);
   }
-  std::string text = resp.dump();
-  s3::HeaderList json_headers = {{"Content-Type", "application/json"}};
-  Status s = co_await ctx.response.Start(200, std::move(json_headers), text.size());
-  if (!s.ok()) co_return;
-  s = co_await ctx.response.Write(AsBytes(text));
-  if (!s.ok()) co_return;
-  co_await ctx.response.Finish();
+  co_await SendJson(ctx, resp.dump());
 }
 
 }  // namespace kvcs::objcache

@@ -316,6 +316,35 @@ Result<HttpResult> Client::Request(const std::string& method, const std::string&
   return impl_->ReadSmall(method == "HEAD");
 }
 
+Result<Client::ExistsResult> Client::AggregateExists(const std::string& bucket,
+                                                     const AggregateRequest& request) {
+  const std::string json = SerializeAggregateRequest(request);
+  KVCS_ASSIGN_OR_RETURN(HttpResult r,
+                        Request("POST", "/" + bucket, "kvcs-aggregate-exists", AsBytes(json)));
+  if (r.status != 200) {
+    return Status(Code::kUnavailable, "aggregated exists: HTTP " + std::to_string(r.status) + " " +
+                                          std::string(AsStringView(r.body)));
+  }
+  ExistsResult out;
+  try {
+    auto j = nlohmann::json::parse(AsStringView(r.body));
+    const std::string status = j.at("status").get<std::string>();
+    out.leading = j.at("leading").get<uint64_t>();
+    if (status.size() != request.block_keys.size() || out.leading > status.size()) {
+      return Status(Code::kCorruption, "aggregated exists: answer does not match the request");
+    }
+    for (char c : status) {
+      if (c < '0' || c > '0' + kMaxBlockStatus) {
+        return Status(Code::kCorruption, "aggregated exists: bad block status");
+      }
+      out.status.push_back(static_cast<BlockStatus>(c - '0'));
+    }
+  } catch (const nlohmann::json::exception& e) {
+    return Status(Code::kCorruption, std::string("aggregated exists: bad answer: ") + e.what());
+  }
+  return out;
+}
+
 Status Client::CreateBucket(const std::string& bucket) {
   KVCS_ASSIGN_OR_RETURN(HttpResult r, Request("PUT", "/" + bucket, "", {}));
   if (r.status != 200 && r.status != 409)

@@ -111,6 +111,15 @@ class Client {
                                           const std::vector<ByteSpan>& containers,
                                           bool prefix_record);
 
+  // POST /<bucket>?kvcs-aggregate-exists (§3a): the status of every block of `request` (its
+  // layers and codec; request.shm must be unset) and how many leading ones are held, in one
+  // round trip. Fails on transport errors, a non-200 answer, or a malformed answer.
+  struct ExistsResult {
+    uint64_t leading = 0;
+    std::vector<BlockStatus> status;  // per block of the request
+  };
+  Result<ExistsResult> AggregateExists(const std::string& bucket, const AggregateRequest& request);
+
   // A signed request with a small body; the whole response body is returned.
   // `query` is the raw query string without '?' (keys and values already URI-encoded). The
   // payload is signed by its SHA-256 unless `headers` names x-amz-content-sha256 (e.g.

@@ -1,5 +1,7 @@
-// Error answers of the aggregated handlers. See handler_errors.h.
+// Answers the aggregated handlers share. See handler_errors.h.
 #include "objcache/handler_errors.h"
+
+#include <utility>
 
 #include "s3/s3_error.h"
 #include "store/object_store.h"
@@ -20,6 +22,15 @@ s3::Awaitable<void> StoreError(s3::ExtensionContext& ctx, const Status& s) {
   } else {
     co_await ctx.response.SendError(500, "InternalError", s.message());
   }
+}
+
+s3::Awaitable<void> SendJson(s3::ExtensionContext& ctx, const std::string& text) {
+  s3::HeaderList headers = {{"Content-Type", "application/json"}};
+  Status s = co_await ctx.response.Start(200, std::move(headers), text.size());
+  if (!s.ok()) co_return;
+  s = co_await ctx.response.Write(AsBytes(text));
+  if (!s.ok()) co_return;
+  co_await ctx.response.Finish();
 }
 
 }  // namespace kvcs::objcache

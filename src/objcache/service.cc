@@ -4,6 +4,7 @@
 
 #include <utility>
 
+#include "objcache/aggregated_exists_handler.h"
 #include "objcache/aggregated_get_handler.h"
 #include "objcache/aggregated_put_handler.h"
 #include "objcache/kvsp_endpoints.h"
@@ -16,16 +17,22 @@ namespace {
 
 constexpr char kAggregateQuery[] = "kvcs-aggregate";
 constexpr char kAggregatePutQuery[] = "kvcs-aggregate-put";
+constexpr char kAggregateExistsQuery[] = "kvcs-aggregate-exists";
 
 }  // namespace
 
 struct Service::Impl {
   explicit Impl(ServiceOptions o)
-      : res(std::move(o)), aggregated_get(res), aggregated_put(res), kvsp(res) {}
+      : res(std::move(o)),
+        aggregated_get(res),
+        aggregated_put(res),
+        aggregated_exists(res),
+        kvsp(res) {}
 
   ServiceResources res;
   AggregatedGetHandler aggregated_get;
   AggregatedPutHandler aggregated_put;
+  AggregatedExistsHandler aggregated_exists;
   KvspEndpoints kvsp;
 };
 
@@ -58,6 +65,13 @@ std::vector<s3::Extension> Service::Extensions() {
                r.HasQuery(kAggregatePutQuery);
       },
       [impl](s3::ExtensionContext& ctx) { return impl->aggregated_put.Handle(ctx); }});
+  ext.push_back(s3::Extension{
+      "objcache-aggregate-exists", s3::ExtensionAuth::kSigV4,
+      [](const s3::ExtensionRequest& r) {
+        return r.method == "POST" && !r.bucket.empty() && r.key.empty() &&
+               r.HasQuery(kAggregateExistsQuery);
+      },
+      [impl](s3::ExtensionContext& ctx) { return impl->aggregated_exists.Handle(ctx); }});
   ext.push_back(s3::Extension{
       "kvsp-blocks", s3::ExtensionAuth::kNone,
       [](const s3::ExtensionRequest& r) {

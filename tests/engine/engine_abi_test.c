@@ -1,7 +1,8 @@
 /* The engine C ABI (include/kvcs/kvcs.h) from a C program: every call and every error path,
- * against a real `kvcs store` process that python/kvcs/dev_store.py started (its address
- * and keys in the KVCS_TEST_* environment). The store runs with a bandwidth cap so that the
- * cancelled load is cancelled midway (test_cancel). Exits 0 when every check passed. */
+ * against a real `kvcs store` process and a real `kvcs relay` that python/kvcs/dev_store.py
+ * started (their addresses and keys in the KVCS_TEST_* environment). The store runs with a
+ * bandwidth cap so that the cancelled load is cancelled midway (test_cancel). Exits 0 when every
+ * check passed. */
 #include <kvcs/kvcs.h>
 
 #include <stdio.h>
@@ -99,9 +100,9 @@ static void test_create_errors(void) {
   CHECK(kvcs_client_create(&c, &st) == NULL);
   CHECK_STATUS(st, KVCS_ERR_INVALID_ARGUMENT);
   c = base_config();
-  c.relay_url = "moqt://127.0.0.1:4443";
+  c.relay_url = "http://127.0.0.1:4443"; /* not moqt:// */
   CHECK(kvcs_client_create(&c, &st) == NULL);
-  CHECK_STATUS(st, KVCS_ERR_NOT_YET);
+  CHECK_STATUS(st, KVCS_ERR_INVALID_ARGUMENT);
   CHECK(strstr(kvcs_last_error(), "relay") != NULL);
   c = base_config();
   c.index_url = "http://127.0.0.1:1";
@@ -410,6 +411,154 @@ static void test_same_host(float* k, float* v) {
   kvcs_client_free(c);
 }
 
+static kvcs_client* relay_client(const char* url) {
+  kvcs_client_config cfg = base_config();
+  cfg.store_url = NULL; /* the relay alone */
+  cfg.relay_url = url;
+  cfg.relay_insecure = 1; /* the relay's dev certificate */
+  int st = -1;
+  kvcs_client* c = kvcs_client_create(&cfg, &st);
+  CHECK(c != NULL);
+  CHECK_STATUS(st, KVCS_OK);
+  return c;
+}
+
+/* The MOQT path: client P publishes through the relay as it saves; client Q (its own session)
+ * finds the publication by discovery at the relay and loads it layer by layer; a client sharing
+ * P's session finds it among the publications that session made. */
+static void test_relay(float* k, float* v) {
+  const char* url = env("KVCS_TEST_RELAY_URL");
+  /* Clients naming the same relay URL share one session; Q names it without the final '/' to get
+   * its own, so that it must discover what P published. */
+  char q_url[256];
+  snprintf(q_url, sizeof q_url, "%s", url);
+  size_t len = strlen(q_url);
+  if (len && q_url[len - 1] == '/') q_url[len - 1] = 0;
+  kvcs_client* p = relay_client(url);
+  kvcs_client* q = relay_client(q_url);
+  if (!p || !q) return;
+  static uint32_t rt[14] = {51, 52, 53, 54, 61, 62, 63, 64, 71, 72, 73, 74, 81, 82};
+  size_t n = 99;
+  CHECK_STATUS(kvcs_lookup(p, rt, 14, 0, &n), KVCS_OK); /* nothing published yet */
+  CHECK(n == 0);
+  kvcs_paged_layout layout = {kBlockStride, kTokenStride, kRow};
+  uint32_t ids[3] = {5, 2, 7};
+  int st = -1;
+  kvcs_save* s = kvcs_save_begin(p, rt, 14, 0, ids, 3, &layout, &st);
+  CHECK(s != NULL);
+  if (!s) return;
+  kvcs_layer_buffers b = {k, kBufBytes, v, kBufBytes};
+  for (int l = kLayers - 1; l >= 0; --l) { /* any order: published in layer order */
+    fill(k, v, l, ids, 0, 3);
+    CHECK_STATUS(kvcs_save_layer(s, (uint32_t)l, &b), KVCS_OK);
+  }
+  size_t stored = 0;
+  CHECK_STATUS(kvcs_save_finish(s, &stored), KVCS_OK);
+  CHECK(stored == 3);
+  kvcs_save_free(s);
+  /* A save from block 1 is not published (a publication starts at token 0). */
+  s = kvcs_save_begin(p, rt, 14, 1, ids, 2, &layout, &st);
+  CHECK(s != NULL);
+  if (s) {
+    for (int l = 0; l < kLayers; ++l) CHECK_STATUS(kvcs_save_layer(s, (uint32_t)l, &b), KVCS_OK);
+    CHECK_STATUS(kvcs_save_finish(s, &stored), KVCS_OK);
+    CHECK(stored == 0);
+    kvcs_save_free(s);
+  }
+
+  CHECK_STATUS(kvcs_lookup(q, rt, 14, 0, &n), KVCS_OK); /* discovery at the relay */
+  CHECK(n == 12);
+  CHECK_STATUS(kvcs_lookup(q, rt, 14, 3, &n), KVCS_OK);
+  CHECK(n == 12);
+  uint32_t other[14];
+  memcpy(other, rt, sizeof other);
+  other[9] = 999; /* the third block differs */
+  CHECK_STATUS(kvcs_lookup(p, other, 14, 0, &n), KVCS_OK); /* P knows every key it published */
+  CHECK(n == 8);
+  CHECK_STATUS(kvcs_lookup(q, other, 14, 0, &n), KVCS_OK); /* discovery: anchors only */
+  CHECK(n == 0);
+
+  enum { kHeadStride = kB * kRow };
+  kvcs_paged_layout head_major = {kBlockStride, kRow, kHeadStride};
+  uint32_t lids[3] = {0, 3, 1};
+  static float lk[kLayers][kBufBytes / 4], lv[kLayers][kBufBytes / 4];
+  kvcs_layer_buffers bufs[kLayers];
+  for (int l = 0; l < kLayers; ++l) {
+    bufs[l].k = lk[l];
+    bufs[l].k_bytes = kBufBytes;
+    bufs[l].v = lv[l];
+    bufs[l].v_bytes = kBufBytes;
+  }
+  memset(lk, 0xff, sizeof lk);
+  memset(lv, 0xff, sizeof lv);
+  kvcs_load* ld = kvcs_load_start(q, rt, 14, 0, lids, 3, bufs, kLayers, &head_major, &st);
+  CHECK(ld != NULL);
+  CHECK_STATUS(st, KVCS_OK);
+  uint32_t failed[4];
+  size_t n_failed = 99;
+  if (ld) {
+    for (int l = 0; l < kLayers; ++l) {
+      CHECK_STATUS(kvcs_load_wait_layer(ld, (uint32_t)l, failed, 4, &n_failed), KVCS_OK);
+      CHECK(n_failed == 0);
+      int bad = 0;
+      for (int i = 0; i < 3; ++i)
+        for (int t = 0; t < kB; ++t)
+          for (int h = 0; h < kHeads; ++h)
+            for (int d = 0; d < kDim; ++d) {
+              size_t at = (size_t)lids[i] * kB * kHeads * kDim + (size_t)(h * kB + t) * kDim + d;
+              bad += lk[l][at] != value(l, 0, i, t, h, d) || lv[l][at] != value(l, 1, i, t, h, d);
+            }
+      CHECK(bad == 0);
+      CHECK(((const unsigned char*)lk[l])[2 * kBlockStride] == 0xff); /* block 2: not named */
+    }
+    CHECK_STATUS(kvcs_load_finish(ld), KVCS_OK);
+    CHECK_STATUS(kvcs_load_finish(ld), KVCS_ERR_FINISHED);
+    kvcs_load_free(ld);
+  }
+  /* From block 2 only, into engine block 3 (blocks 0-1 are the engine's). */
+  memset(lk, 0xff, sizeof lk);
+  ld = kvcs_load_start(q, rt, 14, 2, lids + 1, 1, bufs, kLayers, &head_major, &st);
+  CHECK(ld != NULL);
+  if (ld) {
+    for (int l = 0; l < kLayers; ++l) {
+      CHECK_STATUS(kvcs_load_wait_layer(ld, (uint32_t)l, failed, 4, &n_failed), KVCS_OK);
+      CHECK(lk[l][3 * kBlockStride / 4] == value(l, 0, 2, 0, 0, 0));
+      CHECK(((const unsigned char*)lk[l])[0] == 0xff);
+    }
+    CHECK_STATUS(kvcs_load_finish(ld), KVCS_OK);
+    kvcs_load_free(ld);
+  }
+  /* No publication serves this prompt: every block of every layer fails. */
+  ld = kvcs_load_start(q, other, 14, 0, lids, 3, bufs, kLayers, &head_major, &st);
+  CHECK(ld != NULL);
+  if (ld) {
+    for (int l = 0; l < kLayers; ++l) {
+      CHECK_STATUS(kvcs_load_wait_layer(ld, (uint32_t)l, failed, 4, &n_failed),
+                   KVCS_ERR_BLOCKS_FAILED);
+      CHECK(n_failed == 3);
+    }
+    CHECK_STATUS(kvcs_load_finish(ld), KVCS_ERR_BLOCKS_FAILED);
+    kvcs_load_free(ld);
+  }
+  /* Cancelled at once, then freed without waiting: nothing is written after cancel returned. */
+  ld = kvcs_load_start(q, rt, 14, 0, lids, 3, bufs, kLayers, &head_major, &st);
+  CHECK(ld != NULL);
+  if (ld) {
+    CHECK_STATUS(kvcs_load_cancel(ld), KVCS_OK);
+    memset(lk, 0xee, sizeof lk);
+    for (int l = 0; l < kLayers; ++l) {
+      int r = kvcs_load_wait_layer(ld, (uint32_t)l, failed, 4, &n_failed);
+      CHECK(r == KVCS_OK || r == KVCS_ERR_CANCELLED);
+    }
+    CHECK(((const unsigned char*)lk[0])[0] == 0xee);
+    kvcs_load_free(ld);
+  }
+  ld = kvcs_load_start(q, rt, 14, 0, lids, 3, bufs, kLayers, &head_major, &st);
+  kvcs_load_free(ld); /* freed while loading */
+  kvcs_client_free(q);
+  kvcs_client_free(p);
+}
+
 int main(void) {
   test_status_names();
   test_create_errors();
@@ -425,6 +574,7 @@ int main(void) {
   test_load(c);
   test_same_host(k, v);
   test_cancel();
+  test_relay(k, v);
   kvcs_client_free(c);
   if (failures) {
     fprintf(stderr, "%d checks failed\n", failures);

@@ -2,9 +2,11 @@
 """The Python binding of the engine API (_kvcs_native, python/kvcs) against a real `kvcs store`:
 save and load through numpy arrays and torch tensors without copies, the errors bad input gets
 (wrong shapes, dtypes, strides, non-contiguous or read-only buffers, unknown layers, handles used
-after finish), and the GIL released while a load is waited for.
+after finish), and the GIL released while a load is waited for. Then the MOQT path through a real
+`kvcs relay`: torch tensors saved (published) through one relay client, loaded into numpy arrays
+through another.
 
-usage: test_binding.py KVCS_BINARY"""
+usage: test_binding.py KVCS_BINARY [TAMPERING_RELAY_BINARY (unused)]"""
 import sys
 import threading
 
@@ -13,7 +15,7 @@ import torch
 
 import kvcs
 from kvcs import KvcsError
-from kvcs.dev_store import StoreProcess
+from kvcs.dev_store import RelayProcess, StoreProcess
 
 L, H, D, B, NB = 3, 2, 8, 4, 6
 
@@ -37,11 +39,44 @@ def descriptor(layers=L, dtype="fp32"):
                 layers=layers, kv_heads=H, head_dim=D, kv_dtype=dtype, block_tokens=B)
 
 
+def relay_path(kvcs_binary):
+    with RelayProcess([kvcs_binary, "relay", "--open"]) as r:
+        mk = lambda: kvcs.Client(None, "", "", descriptor(), relay_url=r.url, relay_insecure=True,
+                                 scope_key=bytes(range(32)))
+        pub, sub = mk(), mk()
+        tokens = list(range(300, 300 + 3 * B + 2))
+        check(sub.lookup(tokens) == 0, "relay: nothing published yet")
+        kv = [torch.randn(2, NB, B, H, D) for _ in range(L)]
+        ids = [3, 0, 2]
+        layout = kvcs.paged_layout(kv[0][0], B, H, D)
+        save = pub.save(tokens, 0, ids, layout)
+        for layer in range(L):
+            save.save_layer(layer, kvcs.as_buffer(kv[layer][0]), kvcs.as_buffer(kv[layer][1]))
+        check(save.finish() == 3, "relay: three blocks published")
+        save.close()
+        check(sub.lookup(tokens) == 3 * B, "relay: discovered")
+        dst = [(np.zeros((NB, B, H, D), np.float32), np.zeros((NB, B, H, D), np.float32))
+               for _ in range(L)]
+        load = sub.load(tokens, 0, [5, 1, 4], dst, kvcs.paged_layout(dst[0][0], B, H, D))
+        for layer in range(L):
+            check(load.wait_layer(layer) == [], "relay: layer %d failed" % layer)
+            for src, to in zip(ids, [5, 1, 4]):
+                for kv_i in range(2):
+                    check(np.array_equal(kv[layer][kv_i][src].numpy(), dst[layer][kv_i][to]),
+                          "relay: layer %d block %d mismatch" % (layer, src))
+        check(load.finish() == "KVCS_OK", "relay: load status")
+        load.close()
+        # Another scope finds nothing.
+        other = kvcs.Client(None, "", "", descriptor(), relay_url=r.url, relay_insecure=True)
+        check(other.lookup(tokens) == 0, "relay: another scope found the publication")
+
+
 def main():
     with StoreProcess(sys.argv[1], ["--bandwidth-cap=32000000"]) as s:
         mk = lambda **kw: kvcs.Client(s.url, s.access_key, s.secret_key, kw.pop("d", descriptor()),
                                       bucket="binding", create_bucket=True, **kw)
-        raises("KVCS_ERR_NOT_YET", mk, relay_url="moqt://127.0.0.1:1")
+        raises("KVCS_ERR_NOT_YET", mk, index_url="http://127.0.0.1:1")
+        raises("KVCS_ERR_INVALID_ARGUMENT", mk, relay_url="http://127.0.0.1:1")
         raises("KVCS_ERR_INVALID_ARGUMENT", mk, scope_key=b"short")
         raises("KVCS_ERR_INVALID_ARGUMENT", mk, d=dict(descriptor(), layers=0))
         c = mk(scope_key=bytes(range(32)))
@@ -144,6 +179,7 @@ def main():
         th.join()
         ld.close()
         check(during > 1000, "the GIL was held while waiting (%d ticks)" % during)
+    relay_path(sys.argv[1])
     print("binding: all checks passed")
     return 0
 

@@ -8,7 +8,14 @@ apart). Then one of A's blocks is corrupted in the store's files: B's load repor
 recomputes from it, and the logits are still right. Both paths: the store over HTTP and the same
 host (shared buffer); bf16 over HTTP.
 
-usage: test_connector_model.py KVCS_BINARY"""
+MOQT through a relay (a real `kvcs relay`): A's save is published live through the relay, B
+loads A's prefix from it (the client knows every Block Key it published), another engine with its
+own session finds A's publication by discovery at the relay for a prompt that extends A's; then,
+through a relay that flips one bit of layer 1's object of block 1 (tampering_relay.cc), the load
+reports the failure (over MOQT a layer is handed over only when every block of it verified, so
+all of layer 1's blocks fail), the engine recomputes, and the logits are still right.
+
+usage: test_connector_model.py KVCS_BINARY TAMPERING_RELAY_BINARY"""
 import sys
 
 import torch
@@ -16,7 +23,7 @@ import torch
 from kvcs.connector import KVCSConfig, KVCSConnector, KVConnectorRole
 from kvcs.mini_engine import MiniEngine
 from kvcs.tiny_llama import TinyLlama, TinyLlamaConfig
-from kvcs.dev_store import StoreProcess, object_path
+from kvcs.dev_store import RelayProcess, StoreProcess, object_path
 
 B = 16
 P = 3  # blocks of the shared prefix
@@ -110,8 +117,67 @@ def run_path(store, shm, dtype=torch.float32):
                                       diff_c))
 
 
+def relay_config(model, url):
+    return KVCSConfig(store_url=None, access_key="", secret_key="", descriptor=model.descriptor(B),
+                      relay_url=url, relay_insecure=True)
+
+
+def run_relay_path(kvcs, tampering_relay):
+    name = "MOQT relay"
+    model_cfg = TinyLlamaConfig()
+    model = TinyLlama(model_cfg)
+    g = torch.Generator().manual_seed(11)
+    prefix = torch.randint(0, model_cfg.vocab, (P * B,), generator=g).tolist()
+    tokens_a = prefix + torch.randint(0, model_cfg.vocab, (B + 3,), generator=g).tolist()
+    tokens_b = prefix + torch.randint(0, model_cfg.vocab, (2 * B + 7,), generator=g).tolist()
+    tokens_c = tokens_a[:(P + 1) * B] + torch.randint(0, model_cfg.vocab, (B + 5,),
+                                                      generator=g).tolist()
+    plain = MiniEngine(model, None, None, num_blocks=64, block_tokens=B)
+    want_b, _ = plain.prefill("ref-b", tokens_b)
+    want_c, _ = plain.prefill("ref-c", tokens_c)
+    with RelayProcess([kvcs, "relay", "--open"]) as relay:
+        eng = engine_for(model, relay_config(model, relay.url))
+        _, rep_a = eng.prefill("A", tokens_a)
+        check(rep_a.external_tokens == 0, "%s: A found KV before it was saved" % name)
+        check(eng.scheduler.client.lookup(tokens_a) == (P + 1) * B,
+              "%s: A's blocks not published" % name)
+        got_b, rep_b = eng.prefill("B", tokens_b)
+        check(rep_b.external_tokens == P * B,
+              "%s: B loaded %d tokens, want %d" % (name, rep_b.external_tokens, P * B))
+        check(not rep_b.load_errors, "%s: unexpected load errors %s" % (name, rep_b.load_errors))
+        diff = check_logits(got_b, want_b, torch.float32, name + ": B")
+        print("%s: B reused %d of %d tokens, max |logit diff| %.3g" %
+              (name, rep_b.external_tokens, len(tokens_b), diff))
+        # A second engine with its own session (clients naming the same relay URL share one;
+        # this one names it without the final '/'): discovery at the relay finds A's
+        # publication.
+        other = engine_for(model, relay_config(model, relay.url.rstrip("/")))
+        got_c, rep_c = other.prefill("C", tokens_c)
+        check(rep_c.external_tokens == (P + 1) * B,
+              "%s: C loaded %d tokens, want %d" % (name, rep_c.external_tokens, (P + 1) * B))
+        check(not rep_c.load_errors, "%s: unexpected load errors %s" % (name, rep_c.load_errors))
+        diff = check_logits(got_c, want_c, torch.float32, name + ": C (discovery)")
+        print("%s: another engine discovered A's publication, reused %d tokens, max |logit diff| "
+              "%.3g" % (name, rep_c.external_tokens, diff))
+    with RelayProcess([tampering_relay, "--track", "k.raw.s0", "--group", "1",
+                       "--object", "1"]) as bad:
+        eng = engine_for(model, relay_config(model, bad.url))
+        eng.prefill("A", tokens_a)
+        got_b, rep_b = eng.prefill("B", tokens_b)
+        check(rep_b.external_tokens == P * B, "%s: B loaded %d tokens through the tampering relay"
+              % (name, rep_b.external_tokens))
+        check(len(rep_b.load_errors) == P, "%s: load errors %s, want layer 1's %d blocks" %
+              (name, rep_b.load_errors, P))
+        check(rep_b.recomputed_from == 0, "%s: recomputed from %s, want 0" %
+              (name, rep_b.recomputed_from))
+        diff = check_logits(got_b, want_b, torch.float32, name + ": B after recompute")
+        print("%s: a flipped bit in layer 1, block 1 was refused; %d blocks reported, recomputed "
+              "from token %d, max |logit diff| %.3g" % (name, len(rep_b.load_errors),
+                                                       rep_b.recomputed_from, diff))
+
+
 def main():
-    if len(sys.argv) != 2:
+    if len(sys.argv) != 3:
         print(__doc__, file=sys.stderr)
         return 2
     torch.set_num_threads(1)  # ctest runs two tests at once on 2 cores
@@ -119,6 +185,7 @@ def main():
         run_path(store, shm=False)
         run_path(store, shm=True)
         run_path(store, shm=False, dtype=torch.bfloat16)
+    run_relay_path(sys.argv[1], sys.argv[2])
     print("connector + model: all checks passed")
     return 0
 

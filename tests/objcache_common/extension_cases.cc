@@ -180,6 +180,31 @@ TEST_P(ExtensionCases, SomeMissing) {
   }
 }
 
+// The existence query (§4a): every block's status and the held prefix, in one request.
+TEST_P(ExtensionCases, AggregateExistsAnswersEveryBlock) {
+  PutAll();
+  Digest unknown{};
+  unknown.fill(0x5a);
+  std::vector<Digest> keys = {cache_.block_keys[0], cache_.block_keys[1], unknown,
+                              cache_.block_keys[2]};
+  auto r = client_->AggregateExists(kBucket, Req(keys, 0, kLayers));
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_EQ(r->leading, 2u);
+  ASSERT_EQ(r->status.size(), 4u);
+  EXPECT_EQ(r->status[0], BlockStatus::kPresent);
+  EXPECT_EQ(r->status[1], BlockStatus::kPresent);
+  EXPECT_EQ(r->status[2], BlockStatus::kMissing);
+  EXPECT_EQ(r->status[3], BlockStatus::kPresent);
+  auto beyond = client_->AggregateExists(kBucket, Req(keys, 0, kLayers + 1));
+  ASSERT_TRUE(beyond.ok()) << beyond.status().ToString();
+  EXPECT_EQ(beyond->leading, 0u);
+  EXPECT_EQ(beyond->status[0], BlockStatus::kLayerNotHeld);
+  EXPECT_FALSE(client_->AggregateExists("no-such-bucket", Req(keys, 0, kLayers)).ok());
+  auto bad = client_->Request("POST", "/" + kBucket, "kvcs-aggregate-exists", AsBytes("{\"v\":1}"));
+  ASSERT_TRUE(bad.ok());
+  EXPECT_EQ(bad->status, 400);
+}
+
 // Layer subsets and components: k only, v only; layers past the container are "not held".
 TEST_P(ExtensionCases, LayerRangesAndComponents) {
   PutAll();

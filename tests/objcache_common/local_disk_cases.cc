@@ -65,9 +65,9 @@ class LocalDiskPut : public ExtensionFixture {
   void SetUp() override { Start(std::make_unique<LocalDiskBackend>(), 2, 2); }
 };
 
-// The aggregated GET and PUT are the bucket owner's alone (s3/access.h): a second user's key,
-// validly signed, gets 403 AccessDenied on both and stores nothing. Local disk only: the S3
-// backend records no owner (docs/protocols/s3-api.md "Ownership").
+// The aggregated GET, PUT and existence query are the bucket owner's alone (s3/access.h): a
+// second user's key, validly signed, gets 403 AccessDenied on each and stores nothing. Local disk
+// only: the S3 backend records no owner (docs/protocols/s3-api.md "Ownership").
 TEST_F(LocalDiskPut, SecondUserIsRefusedOnAggregatedGetAndPut) {
   ClientOptions o = Options(kOtherSecretKey);
   o.access_key = kOtherAccessKey;
@@ -85,6 +85,10 @@ TEST_F(LocalDiskPut, SecondUserIsRefusedOnAggregatedGetAndPut) {
   auto get = other.AggregateGet(kBucket, Req(cache_.block_keys, 0, 2),
                                 [](const DeliveredLayer&) { return Status::Ok(); });
   EXPECT_EQ(get.status().code(), Code::kPermissionDenied) << get.status().ToString();
+  auto exists = other.AggregateExists(kBucket, Req(cache_.block_keys, 0, 2));
+  ASSERT_FALSE(exists.ok());
+  EXPECT_NE(exists.status().message().find("HTTP 403"), std::string::npos)
+      << exists.status().ToString();
   auto raw = other.Request("GET", "/" + kBucket + "/" + BlockKey(0), "", {});
   ASSERT_TRUE(raw.ok());
   EXPECT_EQ(raw->status, 403);
