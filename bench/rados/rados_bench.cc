@@ -172,9 +172,9 @@ int main(int argc, char** argv) {
     std::string path;
     ~Unlink() { ::unlink(path.c_str()); }
   } unlink_socket{shm_socket};
-  Client client((*served)->client_options());
+  auto client = std::make_unique<Client>((*served)->client_options());  // for the PUTs
   const std::string bucket = kDefaultKvBucket;
-  if (Status s = client.CreateBucket(bucket); !s.ok()) return Fail("create bucket", s);
+  if (Status s = client->CreateBucket(bucket); !s.ok()) return Fail("create bucket", s);
   auto set = bench::SyntheticSet::Make(blocks, layers);
   if (!set.ok()) return Fail("synthetic data", set.status());
   const uint64_t payload = set->payload;
@@ -186,7 +186,8 @@ int main(int argc, char** argv) {
   rados_ioctx_t io = (*store)->io().ioctx();
 
   // PUT: aggregated through kvcs store, then the same containers as plain RADOS objects.
-  auto put = bench::AggregatePutAll(client, bucket, *set, osd);
+  auto put = bench::AggregatePutAll(*client, bucket, *set, osd);
+  client.reset();
   if (!put.ok()) return Fail("aggregated PUT", put.status());
   Row wpar{"librados writes, " + std::to_string(parallel) + " in flight", blocks, 0, 0,
            set->stored};
@@ -295,8 +296,9 @@ int main(int argc, char** argv) {
   uint64_t agg_ops = 0, rgw_requests = 0;
   for (int rep = 0; rep < repeat; ++rep) {
     const uint64_t ops0 = (*store)->read_ops();
+    Client fresh((*served)->client_options());
     auto a =
-        bench::TimedAggregateGet(client, bucket, *set, "aggregated GET via kvcs store, RADOS", osd);
+        bench::TimedAggregateGet(fresh, bucket, *set, "aggregated GET via kvcs store, RADOS", osd);
     if (!a.ok()) return Fail("aggregated GET", a.status());
     agg_ops = (*store)->read_ops() - ops0;
     bench::KeepBest(&agg, *a);
