@@ -81,12 +81,7 @@ int main(int argc, char** argv) {
   }
 
   // The store: S3BackendStore over radosgw, served by the S3 server + objcache Service.
-  s3client::S3BackendOptions so;
-  so.client.endpoint = endpoint;
-  so.client.credentials = {bench::kRgwAccessKey, bench::kRgwSecretKey, "us-east-1"};
-  so.client.parallel_gets = parallel;
-  so.client.max_connections = 2 * parallel + 8;
-  so.bucket_prefix = "bench" + std::to_string(::getpid()) + "-";
+  const s3client::S3BackendOptions so = bench::RadosgwBackendOptions(endpoint, parallel);
   auto store = s3client::S3BackendStore::Open(so);
   if (!store.ok()) return Fail("open backend", store.status());
   auto served = bench::ServedStore::Start(**store);

@@ -209,11 +209,7 @@ int main(int argc, char** argv) {
   std::unique_ptr<s3client::S3Client> rgw_direct;
   s3client::S3BackendOptions so;
   if (!endpoint.empty()) {
-    so.client.endpoint = endpoint;
-    so.client.credentials = {bench::kRgwAccessKey, bench::kRgwSecretKey, "us-east-1"};
-    so.client.parallel_gets = parallel;
-    so.client.max_connections = 2 * parallel + 8;
-    so.bucket_prefix = "bench" + std::to_string(::getpid()) + "-";
+    so = bench::RadosgwBackendOptions(endpoint, parallel);
     auto s = s3client::S3BackendStore::Open(so);
     if (!s.ok()) return Fail("open radosgw backend", s.status());
     rgw_store = std::move(*s);
@@ -246,13 +242,15 @@ int main(int argc, char** argv) {
   }
   auto librados_reads = [&](int in_flight, const std::string& name) -> Result<Row> {
     Row row{name, uint64_t{blocks} * layers, 0, 0, payload};
-    bench::CpuMeter meter(&row, osd);
-    auto t0 = Clock::now();
-    for (uint32_t l = 0; l < layers; ++l) {
-      if (!RunJobs(io, per_layer[l], in_flight)) return IoError("librados reads failed");
-      if (l == 0) row.ttfl = Secs(t0, Clock::now());
+    {
+      bench::CpuMeter meter(&row, osd);
+      auto t0 = Clock::now();
+      for (uint32_t l = 0; l < layers; ++l) {
+        if (!RunJobs(io, per_layer[l], in_flight)) return IoError("librados reads failed");
+        if (l == 0) row.ttfl = Secs(t0, Clock::now());
+      }
+      row.wall = Secs(t0, Clock::now());
     }
-    row.wall = Secs(t0, Clock::now());
     return row;
   };
   auto read_many = [&]() -> Result<Row> {

@@ -18,6 +18,7 @@
 #include "objcache/service.h"
 #include "objcache/synthetic.h"
 #include "s3/server.h"
+#include "s3client/backend_store.h"
 #include "s3client/s3_client.h"
 #include "store/object_store.h"
 
@@ -79,6 +80,10 @@ class CephFixture {
 // The test users' keys the fixture's radosgw knows.
 inline constexpr char kRgwAccessKey[] = "0555b35654ad1656d804";
 inline constexpr char kRgwSecretKey[] = "h7GhxuBLTrlhVUyxSPUKUV8r/2EI4ngqJxD7iBdBYLhwluN30JaT3Q==";
+
+// The S3 backend on the fixture's radosgw at `endpoint` (its test user), `parallel` range GETs,
+// buckets prefixed with this process's id.
+s3client::S3BackendOptions RadosgwBackendOptions(const std::string& endpoint, int parallel);
 
 // `kvcs store` in-process over `store`: s3::Server (dev keys, port 0) + objcache::Service, with
 // the same-host socket at `shm_socket` when not empty; run by its own thread until destruction.
