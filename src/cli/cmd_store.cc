@@ -23,6 +23,7 @@
 #include "objcache/service.h"
 #include "rados_store/rados_config.h"
 #include "rados_store/rados_store.h"
+#include "rados_store/rados_sweep.h"
 #include "s3/config.h"
 #include "s3/server.h"
 #include "s3client/store_factory.h"
@@ -52,6 +53,9 @@ struct StoreFlags {
   bool s3_insecure = false;  // https backend: DEVELOPMENT ONLY, no certificate checks
   bool s3_conditional_writes = false;  // pass conditional PUTs to the S3 backend
   std::string rados_pool, rados_namespace, ceph_conf, keyring, rados_client_id;
+  // Maintenance: remove orphaned RADOS objects older than the grace period, then exit.
+  bool sweep_orphans = false;
+  double sweep_grace_s = rados_store::kDefaultSweepGraceS;
   // Same-host delivery socket; empty = ROOT/shm.sock, "none" = off.
   std::string shm_socket;
   // Registration with a KVSP Index Service (docs/protocols/kvsp-index.md §Holders).
@@ -174,6 +178,24 @@ Result<std::string> GenerateConfig(const std::string& path, s3::ServerConfig* co
   return secret;
 }
 
+// --sweep-orphans: one bounded pass of rados_store::SweepOrphans over the pool and namespace.
+int Sweep(const StoreFlags& f, store::ObjectStore* backend) {
+  auto* rados = dynamic_cast<rados_store::RadosStore*>(backend);
+  if (rados == nullptr) {
+    return Fail("store", "--sweep-orphans needs the RADOS backend",
+                "add --backend rados --rados-pool POOL --ceph-conf FILE");
+  }
+  rados_store::SweepOptions o;
+  o.grace_s = f.sweep_grace_s;
+  auto stats = rados_store::SweepOrphans(rados->io(), o);
+  if (!stats.ok()) return Fail("store", stats.status().ToString());
+  std::cout << "kvcs store: swept orphans: " << stats->examined << " objects examined, "
+            << stats->unreferenced << " unreferenced, " << stats->too_young
+            << " kept (younger than " << f.sweep_grace_s << " s), " << stats->removed << " removed"
+            << (stats->complete ? "" : "; more remain: run it again") << "\n";
+  return 0;
+}
+
 int Run(const StoreFlags& f) {
   const std::string cmd = "store";
   s3::ServerConfig config;
@@ -207,6 +229,7 @@ int Run(const StoreFlags& f) {
     std::error_code ec;
     std::filesystem::create_directories(f.root, ec);  // still holds s3.conf
   }
+  if (f.sweep_orphans) return Sweep(f, remote.get());
   if (!remote) {
     auto store = store::LocalStore::Open(f.root);
     if (!store.ok()) return Fail(cmd, store.status().ToString(), "is --root writable?");
@@ -405,6 +428,15 @@ RunFn Setup(CLI::App& app) {
                   "rados backend: cephx keyring (default: what ceph.conf says)");
   cmd->add_option("--rados-client-id", flags->rados_client_id,
                   "rados backend: cephx user client.ID (default admin)");
+  cmd->add_flag("--sweep-orphans", flags->sweep_orphans,
+                "rados backend: remove the objects nothing refers to (left by a store killed "
+                "mid-write) that are older than --sweep-grace, then exit; safe while other "
+                "stores serve the pool");
+  cmd->add_option("--sweep-grace", flags->sweep_grace_s,
+                  "seconds an orphan must be old before --sweep-orphans removes it (below 3600 "
+                  "a slow PUT in flight may lose its stripes)")
+      ->check(CLI::Range(0.0, 365.0 * 86400))
+      ->capture_default_str();
   cmd->add_option("--shm-socket", flags->shm_socket,
                   "Unix socket where clients on this host register shared buffers for "
                   "aggregated GETs (default ROOT/shm.sock; none: off)");

@@ -20,7 +20,7 @@ Status RadosError(int err, const std::string& what, StoreError if_missing) {
       return StoreErr(Code::kNotFound, if_missing, std::move(m));
     case ENOSPC:
     case EDQUOT:
-      return StoreErr(Code::kResourceExhausted, StoreError::kIo,
+      return StoreErr(Code::kResourceExhausted, StoreError::kInsufficientStorage,
                       std::move(m) + " (the pool is full or over its quota)");
     case ETIMEDOUT:
     case ESHUTDOWN:

@@ -4,6 +4,7 @@
 #include <nlohmann/json.hpp>
 
 #include "common/hex.h"
+#include "common/strings.h"
 #include "rados_store/rados_io.h"
 
 namespace kvcs::rados_store {
@@ -111,6 +112,26 @@ Result<BucketRecord> DecodeBucket(std::string_view text) {
   } catch (const std::exception& e) {
     return Bad("bucket", e.what());
   }
+}
+
+std::optional<ObjectName> ParseObjectName(std::string_view oid) {
+  if (oid.substr(0, 2) != "b.") return std::nullopt;
+  oid.remove_prefix(2);
+  const size_t dot = oid.find('.');
+  if (dot == 0 || dot == std::string_view::npos || dot + 1 == oid.size()) return std::nullopt;
+  ObjectName n;
+  n.bucket_id = std::string(oid.substr(0, dot));
+  std::string_view rest = oid.substr(dot + 1);
+  if (rest.substr(0, 2) != "d.") return n;
+  rest.remove_prefix(2);
+  const size_t vdot = rest.find('.');
+  if (vdot == 0 || vdot == std::string_view::npos) return std::nullopt;
+  auto index = ParseDecimal<uint64_t>(rest.substr(vdot + 1));
+  if (!index) return std::nullopt;
+  n.stripe = true;
+  n.version = std::string(rest.substr(0, vdot));
+  n.stripe_index = *index;
+  return n;
 }
 
 std::vector<std::string> StripeObjects(std::string_view bucket_id,

@@ -39,6 +39,15 @@ inline constexpr uint32_t kDefaultIndexShards = 8;
 std::string IndexShardObject(std::string_view bucket_id, uint32_t shard);
 std::string UploadsObject(std::string_view bucket_id);
 std::string StripeObject(std::string_view bucket_id, std::string_view version, uint64_t stripe);
+// A RADOS object name this layout makes, taken apart: `b.<bucket id>.<rest>`, and for a stripe
+// (`b.<bucket id>.d.<version>.<n>`) its version and number. nullopt for any other name.
+struct ObjectName {
+  std::string bucket_id;
+  bool stripe = false;
+  std::string version;  // stripes only
+  uint64_t stripe_index = 0;
+};
+std::optional<ObjectName> ParseObjectName(std::string_view oid);
 // The index shard of `key`: the first four bytes of SHA-256(key), big-endian, modulo `shards`.
 uint32_t ShardOf(std::string_view key, uint32_t shards);
 // `bytes` random bytes in lowercase hex.

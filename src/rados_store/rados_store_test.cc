@@ -259,3 +259,32 @@ TEST(RadosConfig, ParsesAndRefuses) {
 
 }  // namespace
 }  // namespace kvcs::rados_store
+
+namespace kvcs::rados_store {
+namespace {
+
+// The sweep tells stripes from index shards and upload objects by name (rados_sweep.h); a name
+// the layout does not make is none of them.
+TEST(RadosLayout, ParseObjectNameTakesLayoutNamesApart) {
+  const std::string v(32, 'a');
+  auto s = ParseObjectName(StripeObject("0123456789abcdef", v, 17));
+  ASSERT_TRUE(s.has_value());
+  EXPECT_EQ(s->bucket_id, "0123456789abcdef");
+  EXPECT_TRUE(s->stripe);
+  EXPECT_EQ(s->version, v);
+  EXPECT_EQ(s->stripe_index, 17u);
+  for (const std::string& other :
+       {IndexShardObject("0123456789abcdef", 3), UploadsObject("0123456789abcdef")}) {
+    auto o = ParseObjectName(other);
+    ASSERT_TRUE(o.has_value()) << other;
+    EXPECT_EQ(o->bucket_id, "0123456789abcdef");
+    EXPECT_FALSE(o->stripe);
+  }
+  for (const char* bad : {"kvcs.buckets", "b.", "b..d.x.1", "b.id", "b.id.d.v.", "b.id.d.v.x1",
+                          "b.id.d..1", "x.id.d.v.1"}) {
+    EXPECT_FALSE(ParseObjectName(bad).has_value()) << bad;
+  }
+}
+
+}  // namespace
+}  // namespace kvcs::rados_store

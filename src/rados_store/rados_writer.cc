@@ -39,6 +39,7 @@ Status RadosWriter::Fail(Status s) {
 Status RadosWriter::WriteStripe(uint64_t n, ByteSpan data) {
   WriteOp op;
   rados_write_op_write_full(op.op, reinterpret_cast<const char*>(data.data()), data.size());
+  if (!wrote_any_) first_write_ = std::chrono::steady_clock::now();
   wrote_any_ = true;
   const int r = io_->Write(op, StripeObject(bucket_id_, version_, n));
   if (r < 0) return RadosError(r, "writing " + key_);
@@ -103,6 +104,7 @@ Result<store::ObjectMeta> RadosWriter::Commit() {
   rados_write_op_setxattr(op0.op, kKeyXattr, key_.data(), key_.size());
   rados_write_op_setxattr(op0.op, kMetaXattr, meta.data(), meta.size());
   Completion c0;
+  if (!wrote_any_) first_write_ = std::chrono::steady_clock::now();
   wrote_any_ = true;
   int r0 = io_->AioWrite(op0, StripeObject(bucket_id_, version_, 0), c0);
   Status last;
@@ -110,6 +112,12 @@ Result<store::ObjectMeta> RadosWriter::Commit() {
   if (r0 == 0) r0 = c0.Wait();
   if (r0 < 0) return Fail(RadosError(r0, "writing " + key_));
   if (!last.ok()) return Fail(last);
+  if (std::chrono::duration<double>(std::chrono::steady_clock::now() - first_write_).count() >
+      kMaxWriteAgeS) {  // a sweep may be removing these stripes (rados_sweep.h)
+    return Fail(Status(Code::kUnavailable, "rados: writing " + key_ + " took longer than " +
+                                               std::to_string(int(kMaxWriteAgeS)) +
+                                               " s; its stripes may be swept as orphans"));
+  }
   auto published = publish_(v);
   if (!published.ok()) return Fail(published.status());
   published_ = true;

@@ -11,6 +11,7 @@
 #ifndef KVCS_RADOS_STORE_RADOS_WRITER_H_
 #define KVCS_RADOS_STORE_RADOS_WRITER_H_
 
+#include <chrono>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -23,6 +24,11 @@
 #include "store/object_store.h"
 
 namespace kvcs::rados_store {
+
+// A writer publishes nothing whose first stripe it wrote longer ago than this (Commit fails with
+// kUnavailable and removes the stripes): SweepOrphans (rados_sweep.h) relies on it to never
+// remove a version a writer may still publish.
+inline constexpr double kMaxWriteAgeS = 3600;
 
 // What Commit hands to the publisher: the written version and what is known about its bytes.
 struct WrittenVersion {
@@ -68,6 +74,7 @@ class RadosWriter final : public store::ObjectWriter {
   Sha256 sha_;
   store::Md5Hasher md5_;
   bool done_ = false, published_ = false, wrote_any_ = false;
+  std::chrono::steady_clock::time_point first_write_{};  // of the first stripe written
 };
 
 }  // namespace kvcs::rados_store

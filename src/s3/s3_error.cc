@@ -82,6 +82,8 @@ S3ErrorInfo Describe(S3Error e) {
       return {"UnexpectedContent", 400};
     case S3Error::kSlowDown:
       return {"SlowDown", 503};
+    case S3Error::kInsufficientStorage:
+      return {"InsufficientStorage", 507};
     case S3Error::kInternalError:
       return {"InternalError", 500};
   }
@@ -147,6 +149,8 @@ S3Error ToS3Error(const Status& status) {
       return S3Error::kPreconditionFailed;
     case StoreError::kNotImplemented:
       return S3Error::kNotImplemented;
+    case StoreError::kInsufficientStorage:
+      return S3Error::kInsufficientStorage;
     default:
       break;
   }

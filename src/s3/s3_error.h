@@ -50,6 +50,7 @@ enum class S3Error {
   kRequestTimeout,
   kUnexpectedContent,
   kSlowDown,
+  kInsufficientStorage,  // 507: the store has no room for the write (a full pool)
   kInternalError,
 };
 

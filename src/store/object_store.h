@@ -83,8 +83,9 @@ enum class StoreError {
   kCorrupt,  // stored bytes fail their digest or the file format is damaged
   kIo,       // the OS refused (ENOSPC, EIO, ...)
   kInvalidArgument,
-  kPreconditionFailed,  // a conditional write's If-Match / If-None-Match did not hold
-  kNotImplemented,      // this store cannot do what was asked (e.g. the S3 backend and ACLs)
+  kPreconditionFailed,   // a conditional write's If-Match / If-None-Match did not hold
+  kNotImplemented,       // this store cannot do what was asked (e.g. the S3 backend and ACLs)
+  kInsufficientStorage,  // no room for the write (a full RADOS pool or one over its quota)
 };
 
 using Md5 = std::array<uint8_t, 16>;

@@ -3,12 +3,17 @@
 namespace serve the same buckets and objects, and a write acknowledged by one is read whole by the
 other at once; then one of them is killed with SIGKILL while PUTs (small, overwriting, a striped
 24 MiB one, and one certainly mid-body) are in flight, and the survivor serves every acknowledged
-object intact, lists nothing torn or half-written, and never shows the unacknowledged upload.
+object intact, lists nothing torn or half-written, and never shows the unacknowledged upload;
+last, `kvcs store --sweep-orphans` removes the stripes the killed store left (and a planted
+orphan) once past the grace period, keeps younger ones, and touches no committed object.
 
 Usage: e2e_rados_stores.py /path/to/kvcs CEPH_CONF POOL
 """
+import json
 import os
+import subprocess
 import sys
+import tempfile
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "s3"))
 import e2e_crash  # noqa: E402
@@ -54,6 +59,46 @@ def kill_mid_put(a, b):
     listed = load.check(harness.boto_client(b.endpoint))  # through the survivor
     print("e2e_rados_stores: killed one store mid-PUT: %d acknowledged, %d listed by the other, "
           "all whole" % (len(load.acked), len(listed)))
+    return load
+
+
+def rados(conf, pool, ns, *args, **kw):
+    return subprocess.run(["rados", "-c", conf, "-p", pool, "-N", ns] + list(args),
+                          check=True, capture_output=True, timeout=60, **kw).stdout
+
+
+def sweep(kvcs, conf, pool, ns, grace):
+    with tempfile.TemporaryDirectory() as root:
+        out = subprocess.run(
+            [kvcs, "store", "--root", root, "--backend", "rados", "--rados-pool",
+             pool, "--rados-namespace", ns, "--ceph-conf", conf, "--sweep-orphans",
+             "--sweep-grace", str(grace)], capture_output=True, text=True, timeout=120)
+    check(out.returncode == 0, "--sweep-orphans failed: %s %s" % (out.stdout, out.stderr))
+    print("e2e_rados_stores: " + out.stdout.strip())
+    # "... N unreferenced, Y kept (...), R removed"
+    words = out.stdout.replace(",", "").split()
+    return (int(words[words.index("unreferenced") - 1]), int(words[words.index("kept") - 1]),
+            int(words[words.index("removed") - 1]))
+
+
+def sweep_orphans(kvcs, conf, pool, ns, survivor, load):
+    # A planted orphan: a stripe of a version no index entry names, in the bucket "crash".
+    with tempfile.NamedTemporaryFile() as f:
+        rados(conf, pool, ns, "getomapval", "kvcs.buckets", "crash", f.name)
+        bucket = json.load(open(f.name))
+    orphan = "b.%s.d.%s.1" % (bucket["id"], "0" * 32)
+    rados(conf, pool, ns, "put", orphan, "-", input=b"orphaned bytes")
+    unreferenced, kept, _ = sweep(kvcs, conf, pool, ns, 3600)  # all younger than an hour: kept
+    check(unreferenced >= 1 and kept == unreferenced, "a young orphan was not kept")
+    check(orphan in rados(conf, pool, ns, "ls").decode().split(), "the young orphan was removed")
+    unreferenced, _, removed = sweep(kvcs, conf, pool, ns, 0)
+    check(removed == unreferenced and removed >= 1, "the orphans were not removed")
+    check(orphan not in rados(conf, pool, ns, "ls").decode().split(), "the orphan is still there")
+    again, _, _ = sweep(kvcs, conf, pool, ns, 0)
+    check(again == 0, "%d orphans after a sweep" % again)
+    load.check(harness.boto_client(survivor.endpoint))  # every committed object still whole
+    print("e2e_rados_stores: the sweep removed %d orphaned objects, committed objects intact"
+          % removed)
 
 
 def main():
@@ -65,8 +110,9 @@ def main():
     with b:
         a.start()
         two_stores_see_each_other(a, b)
-        kill_mid_put(a, b)  # a is killed
+        load = kill_mid_put(a, b)  # a is killed
         a.__exit__(None, None, None)  # removes its temporary directory
+        sweep_orphans(kvcs, conf, pool, ns, b, load)
     print("e2e_rados_stores: OK")
 
 

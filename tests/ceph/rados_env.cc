@@ -6,9 +6,12 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <chrono>
+#include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <thread>
 
 namespace kvcs::ceph_test {
 
@@ -71,6 +74,86 @@ Status SignalOsd(const RadosEnv& env, int sig) {
 
 Status PauseOsd(const RadosEnv& env) { return SignalOsd(env, SIGSTOP); }
 Status ResumeOsd(const RadosEnv& env) { return SignalOsd(env, SIGCONT); }
+
+namespace {
+
+// Runs one JSON command on the monitor (osd < 0) or on osd.`osd`; returns its output.
+Result<std::string> Command(const RadosEnv& env, int osd, const std::string& json) {
+  rados_t c = nullptr;
+  int r = rados_create(&c, "admin");
+  if (r == 0) r = rados_conf_read_file(c, env.ceph_conf.c_str());
+  if (r == 0) r = rados_conf_set(c, "rados_mon_op_timeout", "20");
+  if (r == 0) r = rados_connect(c);
+  std::string out, status;
+  if (r == 0) {
+    const char* cmd[] = {json.c_str()};
+    char *outbuf = nullptr, *outs = nullptr;
+    size_t outlen = 0, outslen = 0;
+    r = osd < 0 ? rados_mon_command(c, cmd, 1, "", 0, &outbuf, &outlen, &outs, &outslen)
+                : rados_osd_command(c, osd, cmd, 1, "", 0, &outbuf, &outlen, &outs, &outslen);
+    if (outbuf) out.assign(outbuf, outlen);
+    if (outs) status.assign(outs, outslen);
+    rados_buffer_free(outbuf);
+    rados_buffer_free(outs);
+  }
+  if (c) rados_shutdown(c);
+  if (r < 0) return Status(Code::kUnavailable, json + ": " + std::to_string(r) + " " + status);
+  return out;
+}
+
+// The unsigned number after `"name":` in `json`.
+Result<uint64_t> JsonNumber(const std::string& json, const std::string& name) {
+  const std::string k = "\"" + name + "\":";
+  size_t p = json.find(k);
+  if (p == std::string::npos) return Status(Code::kNotFound, name + " not in the output");
+  p += k.size();
+  while (p < json.size() && json[p] == ' ') ++p;
+  return std::strtoull(json.c_str() + p, nullptr, 10);
+}
+
+}  // namespace
+
+Result<OsdBytes> OsdUsage(const RadosEnv& env) {
+  KVCS_ASSIGN_OR_RETURN(std::string out,
+                        Command(env, 0, R"({"prefix": "perf dump", "logger": "osd"})"));
+  OsdBytes b;
+  KVCS_ASSIGN_OR_RETURN(b.used, JsonNumber(out, "stat_bytes_used"));
+  KVCS_ASSIGN_OR_RETURN(b.total, JsonNumber(out, "stat_bytes"));
+  return b;
+}
+
+Status SetFullRatios(const RadosEnv& env, double nearfull, double backfillfull, double full) {
+  auto set = [&](const char* which, double ratio) -> Status {
+    char json[128];
+    std::snprintf(json, sizeof json, R"({"prefix": "osd set-%s-ratio", "ratio": %.6f})", which,
+                  ratio);
+    return Command(env, -1, json).status();
+  };
+  // In an order that keeps nearfull <= backfillfull <= full at every step.
+  const bool lowering = full < 0.95;
+  const char* order[3] = {"nearfull", "backfillfull", "full"};
+  const double ratios[3] = {nearfull, backfillfull, full};
+  for (int i = 0; i < 3; ++i) {
+    const int k = lowering ? i : 2 - i;
+    KVCS_RETURN_IF_ERROR(set(order[k], ratios[k]));
+  }
+  return Status::Ok();
+}
+
+Status WaitOsdFull(const RadosEnv& env, bool full, double deadline_s) {
+  const auto end = std::chrono::steady_clock::now() + std::chrono::duration<double>(deadline_s);
+  for (;;) {
+    KVCS_ASSIGN_OR_RETURN(std::string out,
+                          Command(env, -1, R"({"prefix": "osd dump", "format": "json"})"));
+    // The OSD's state list holds "full" while the monitor counts it full.
+    if ((out.find("\"full\"") != std::string::npos) == full) return Status::Ok();
+    if (std::chrono::steady_clock::now() > end) {
+      return Status(Code::kUnavailable, std::string("the OSD did not become ") +
+                                            (full ? "full" : "writable again") + " in time");
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));  // polling the monitor
+  }
+}
 
 std::vector<std::string> ObjectsIn(rados_store::RadosIo& io) {
   std::vector<std::string> out;

@@ -30,6 +30,17 @@ rados_store::RadosStoreOptions RadosTestOptions(const RadosEnv& env, const std::
 // SIGSTOP / SIGCONT the fixture's OSD (pid from $dir/osd.pid): a stopped OSD answers nothing.
 Status PauseOsd(const RadosEnv& env);
 Status ResumeOsd(const RadosEnv& env);
+// The fixture's OSD as its statfs sees it (`perf dump`): bytes used and in all.
+struct OsdBytes {
+  uint64_t used = 0, total = 0;
+};
+Result<OsdBytes> OsdUsage(const RadosEnv& env);
+// `ceph osd set-nearfull-ratio` / `set-backfillfull-ratio` / `set-full-ratio` (the monitor's
+// thresholds of a full OSD; the fixture's are Ceph's defaults, 0.85 / 0.90 / 0.95).
+Status SetFullRatios(const RadosEnv& env, double nearfull, double backfillfull, double full);
+// Polls the OSD map until the OSD's "full" state is `full` (true) or not (false); kUnavailable
+// after `deadline_s`.
+Status WaitOsdFull(const RadosEnv& env, bool full, double deadline_s);
 // The RADOS objects in namespace `ns` of the test pool, sorted.
 std::vector<std::string> ObjectsIn(rados_store::RadosIo& io);
 

@@ -556,6 +556,64 @@ TEST_F(RadosStoreCeph, ConcurrentOverwritesLeaveOneWholeVersion) {
   EXPECT_EQ(StripeCount(), 2u);  // one version of two stripes
 }
 
+// A full pool (the OSD past the monitor's full ratio, as when the disks fill): writes are refused
+// at once with a clear, typed error (kInsufficientStorage: 507 InsufficientStorage over S3)
+// instead of hanging, a refused write leaves no stripes, every write acknowledged before reads
+// back whole, and writes work again once there is room. The fixture's OSD is made full for real
+// by lowering the full ratio just above what it holds and writing past it; the ratios are
+// restored whatever happens.
+TEST_F(RadosStoreCeph, FullPoolRefusesWritesAndKeepsAcknowledged) {
+  auto store = OpenStore(4 << 20);  // one RADOS object per 1 MiB object
+  ASSERT_NE(store, nullptr);
+  auto usage = ceph_test::OsdUsage(env_);
+  ASSERT_TRUE(usage.ok()) << usage.status().ToString();
+  ASSERT_GT(usage->total, 0u);
+  const double full = double(usage->used + (24 << 20)) / double(usage->total);
+  ASSERT_LT(full, 0.9) << "the fixture's OSD is nearly full already";
+  struct Restore {
+    const ceph_test::RadosEnv& env;
+    ~Restore() {
+      EXPECT_TRUE(ceph_test::SetFullRatios(env, 0.85, 0.90, 0.95).ok());
+      EXPECT_TRUE(ceph_test::WaitOsdFull(env, false, 60).ok());
+    }
+  } restore{env_};
+  ASSERT_TRUE(ceph_test::SetFullRatios(env_, full * 0.98, full * 0.99, full).ok());
+  // Fill: 1 MiB objects past the ratio. Those written before the monitor marks the OSD full
+  // are acknowledged; the first refusal ends the fill.
+  std::vector<std::pair<std::string, Bytes>> acked;
+  Status refused;
+  for (int i = 0; i < 48 && refused.ok(); ++i) {
+    Bytes b = Pattern(1 << 20, 1000 + i);
+    auto m = PutBytes(*store, "fill/" + std::to_string(i), b);
+    if (m.ok()) {
+      acked.emplace_back("fill/" + std::to_string(i), std::move(b));
+    } else {
+      refused = m.status();
+    }
+  }
+  ASSERT_FALSE(acked.empty());
+  if (refused.ok()) {  // all 48 MiB went in before the monitor saw the OSD full
+    ASSERT_TRUE(ceph_test::WaitOsdFull(env_, true, 60).ok());
+    refused = PutBytes(*store, "after", Pattern(1 << 20, 1)).status();
+  }
+  EXPECT_TRUE(refused.Is(StoreError::kInsufficientStorage)) << refused.ToString();
+  EXPECT_EQ(refused.code(), Code::kResourceExhausted);
+  EXPECT_NE(refused.message().find("full"), std::string::npos) << refused.message();
+  // Refused at once again, however small; a refused write leaves no stripes behind.
+  EXPECT_TRUE(
+      PutBytes(*store, "small", Pattern(100, 2)).status().Is(StoreError::kInsufficientStorage));
+  EXPECT_EQ(StripeCount(), acked.size());
+  // Every acknowledged write reads back whole; nothing else is listed.
+  for (const auto& [key, bytes] : acked) EXPECT_EQ(ReadAll(*store, key), bytes) << key;
+  auto l = store->List(bucket_, {});
+  ASSERT_TRUE(l.ok());
+  EXPECT_EQ(l->objects.size(), acked.size());
+  // Room again: writes work.
+  ASSERT_TRUE(ceph_test::SetFullRatios(env_, 0.85, 0.90, 0.95).ok());
+  ASSERT_TRUE(ceph_test::WaitOsdFull(env_, false, 60).ok());
+  EXPECT_TRUE(PutBytes(*store, "after-room", Pattern(1000, 3)).ok());
+}
+
 // A missing pool, an unreadable ceph.conf: Open fails with a clear, typed error.
 TEST_F(RadosStoreCeph, BadPoolAndConfFailCleanly) {
   RadosStoreOptions o = ceph_test::RadosTestOptions(env_, ns_);
