@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "common/status.h"
+#include "kvcs_stream/encoding.h"
 #include "kvcs_stream/stream_error.h"
 #include "moqt/moqt_messages.h"
 
@@ -63,6 +64,13 @@ struct RetrievalReport {
   uint64_t layers_delivered = 0;  // per-layer callbacks (one per segment and layer)
   uint64_t deadline_ms = 0;       // the recompute bound the retrieval ran under (absolute)
   bool timed_out = false;
+  // The encoding retrieved (the verifier's, or the codec choice's); the link rate the choice used
+  // (0 without a choice); the measured rate of the data objects received: their bytes over the
+  // time from the first to the last (0 with fewer than two instants) — a later retrieval's
+  // EncodingChoiceOptions::rate_bytes_per_s.
+  Encoding encoding;
+  double choice_rate_bytes_per_s = 0;
+  double data_rate_bytes_per_s = 0;
 
   const BlockOutcome& at(uint64_t block, uint32_t layer) const {
     return outcomes[(layer - first_layer) * blocks + block];
