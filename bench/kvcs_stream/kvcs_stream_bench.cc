@@ -15,7 +15,15 @@
 // CPU less the publisher's and the relay's threads). Independent of the machine's load, which is
 // printed; goodput = Data bytes / wall seconds.
 //
-//   kvcs_stream_bench [--blocks N] [--direct]   (default 64 blocks = 1024 tokens = 128 MiB)
+// Pipelining (after the rates): a second publication of the same cache produced live, one layer
+// every `--layer-ms` (default: twice the layer's transfer time at the raw MOQT goodput just
+// measured) with a manifest version after every layer, and a live Retrieval (joined before
+// production) through the relay; per layer, the time from the producer finishing it (PublishLayer
+// returned) to the consumer holding it verified, against one layer's transfer time (its bytes at
+// that goodput). The aim: every layer within one transfer time.
+//
+//   kvcs_stream_bench [--blocks N] [--direct] [--layer-ms N]
+//                     (default 64 blocks = 1024 tokens = 128 MiB)
 #include <pthread.h>
 #include <time.h>
 
@@ -139,7 +147,9 @@ std::unique_ptr<moqt::MoqtClient> Connect(asio::io_context& io, uint16_t port) {
 int main(int argc, char** argv) {
   uint64_t blocks = 64;
   bool direct = false;
+  double layer_ms = 0;
   for (int i = 1; i < argc; ++i) {
+    if (!strcmp(argv[i], "--layer-ms") && i + 1 < argc) layer_ms = std::stod(argv[++i]);
     if (!strcmp(argv[i], "--blocks") && i + 1 < argc) blocks = std::stoull(argv[++i]);
     if (!strcmp(argv[i], "--direct")) direct = true;
   }
@@ -344,7 +354,108 @@ int main(int argc, char** argv) {
          kvcs.per_core() / m, kvcs_worker.per_core() / m, kvcs_worker.per_all() / m);
   printf("bound for one core doing both: 1/(1/sha + 1/raw) = %.1f MB/s (%.2f of sha256)\n",
          1 / (1 / s + 1 / m), 1 / (1 / s + 1 / m) / s);
+  // Pipelining: a live production through the relay, a consumer joined before it starts.
+  bool piped = false;
+  {
+    const double layer_bytes = 2.0 * section * blocks;
+    const double goodput = raw.secs > 0 ? raw.bytes / raw.secs : 0;
+    const double transfer_ms = goodput > 0 ? layer_bytes / goodput * 1e3 : 0;
+    const double pace_ms = layer_ms > 0 ? layer_ms : 2 * transfer_ms;
+    moqt::TrackStore* store = &srv.store;
+    std::unique_ptr<stream::Publisher> live;
+    std::vector<double> finished(d.layers, -1), ready(d.layers, -1);
+    srv.Call([&] {
+      stream::PublisherConfig pc;
+      pc.descriptor = d;
+      pc.scope_key = scope;
+      pc.manifest_every_layers = 1;
+      pc.max_track_bytes = uint64_t{4} << 30;
+      auto p = stream::Publisher::Create(store, pc, tokens);
+      if (p.ok()) live = std::move(*p);
+    });
+    bool announced = direct;
+    if (live && !direct) {
+      std::promise<bool> acc;
+      srv.Call([&] {
+        auto id = srv.announcer->session().PublishNamespace(
+            live->track_namespace(),
+            [&](const std::optional<moqt::RequestError>& e) { acc.set_value(!e); });
+        if (!id.ok()) acc.set_value(false);
+      });
+      auto f = acc.get_future();
+      announced = f.wait_for(std::chrono::seconds(10)) == std::future_status::ready && f.get();
+    }
+    asio::io_context io;
+    auto c = announced ? Connect(io, port) : nullptr;
+    std::unique_ptr<stream::Retrieval> r;
+    bool done = false, all = false;
+    if (c) {
+      stream::RetrievalOptions o;
+      o.verifier.identity = *stream::CacheIdentity::Compute(d, scope, tokens);
+      o.verifier.publication = live->ns();
+      o.verifier.require_signature = false;
+      o.compute_ns_per_token_layer = 100'000'000;
+      o.verify_threads = 1;
+      o.post = [&io](std::function<void()> fn) { asio::post(io, std::move(fn)); };
+      auto rr = stream::Retrieval::Start(
+          &c->session(), o, [&](const stream::VerifiedLayer& l) { ready[l.layer] = Now(); },
+          [&](const stream::RetrievalReport& rep) {
+            done = true;
+            all = rep.all_retrieved();
+          },
+          NowMs);
+      if (rr.ok()) r = std::move(*rr);
+    }
+    if (r) {
+      // Let the subscriptions reach the publisher before production starts.
+      RunUntil(
+          io, [] { return false; }, 0.3);
+      // Production on the publisher's thread, one layer per pace_ms from t0.
+      auto timer = std::make_shared<asio::steady_timer>(srv.io);
+      const auto t0 = std::chrono::steady_clock::now();
+      std::function<void(uint32_t)> produce = [&, timer, t0](uint32_t l) {
+        if (!live->PublishLayer(l, layer_k, layer_v).ok()) return;
+        finished[l] = Now();
+        if (l + 1 == d.layers) return;
+        timer->expires_at(t0 +
+                          std::chrono::microseconds(static_cast<int64_t>(pace_ms * 1e3 * (l + 1))));
+        timer->async_wait([&, l](const boost::system::error_code& ec) {
+          if (!ec) produce(l + 1);
+        });
+      };
+      srv.Call([&] { produce(0); });
+      RunUntil(
+          io, [&] { return done; }, 120);
+      srv.Call([&] { timer->cancel(); });
+    }
+    printf(
+        "\npipelining through %s: one layer (%.1f MiB) every %.1f ms; one layer's transfer "
+        "at the raw goodput (%.1f MB/s): %.1f ms\n",
+        direct ? "the publisher's server" : "the relay", layer_bytes / 1048576.0, pace_ms,
+        goodput / 1e6, transfer_ms);
+    printf("%6s %12s %12s %12s %s\n", "layer", "finished ms", "ready ms", "lag ms",
+           "lag / transfer");
+    int within = 0;
+    double worst = 0;
+    for (uint32_t l = 0; l < d.layers; ++l) {
+      const double base = finished[0];
+      const double lag = (ready[l] - finished[l]) * 1e3;
+      const bool ok = finished[l] > 0 && ready[l] > 0 && lag <= transfer_ms;
+      within += ok;
+      worst = std::max(worst, lag);
+      printf("%6u %12.1f %12.1f %12.1f %8.2f%s\n", l, (finished[l] - base) * 1e3,
+             (ready[l] - base) * 1e3, lag, transfer_ms > 0 ? lag / transfer_ms : 0.0,
+             ok ? "" : "  > one transfer");
+    }
+    printf(
+        "layers ready within one layer's transfer time of being produced: %d/%u (worst lag "
+        "%.1f ms = %.2f transfers)%s\n",
+        within, d.layers, worst, transfer_ms > 0 ? worst / transfer_ms : 0.0,
+        done && all ? "" : "  (RETRIEVAL INCOMPLETE)");
+    piped = done && all;
+    srv.Call([&] { live.reset(); });
+  }
   std::error_code ec;
   std::filesystem::remove_all(dir, ec);
-  return raw.ok && kvcs.ok && kvcs_worker.ok ? 0 : 1;
+  return raw.ok && kvcs.ok && kvcs_worker.ok && piped ? 0 : 1;
 }
