@@ -85,6 +85,11 @@ struct RetrievalReport {
   void AddRefusal(Refusal r);
 };
 
+// Where block `b`'s layers came from, for people: "moqt live", "http holder <url>", "recompute
+// (deadline)", or, when its layers differ, each source with its layer count ("http holder
+// http://h:9000 x1, moqt fetch x31").
+std::string DescribeBlockSources(const RetrievalReport& rep, uint64_t b);
+
 }  // namespace kvcs::stream
 
 #endif  // KVCS_KVCS_STREAM_RETRIEVAL_REPORT_H_
