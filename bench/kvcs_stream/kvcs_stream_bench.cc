@@ -1,16 +1,29 @@
-// KVCS verified delivery per consumer core, against SHA-256 alone and the raw MOQT rate of the
-// same transport, in the same run (issue 13, bench):
+// KVCS verified delivery per consumer core through the relay, against SHA-256 alone and the raw
+// MOQT rate of the same transport, in the same run (issue 13, bench):
 //   - sha256:   one thread hashes the Data of every object (what §5.4 verification must hash).
 //   - moqt raw: a MoqtClient subscribes k.raw.s0 and v.raw.s0 of a completed publication (fill
 //               from 0:0) and only counts the payloads.
 //   - kvcs:     a Retrieval (kLive, fill from 0:0) of the same publication: every object checked
-//               by §3.5 and against the manifest's digests, each layer handed over verified.
+//               by §3.5 and against the manifest's digests, each layer handed over verified; once
+//               with everything on the receive thread, once with the hashing on one worker
+//               thread (RetrievalOptions::verify_threads).
 // The publisher (a Llama-3.1-8B-shaped cache: 32 layers, 8 KV heads x 128, bf16, 16-token blocks,
-// 64 KiB of K+V per block and layer) serves from its own thread; the consumer runs on the main
-// thread. Rates per consumer core = Data bytes / consumer thread CPU seconds (independent of the
-// machine's load, which is printed); goodput = Data bytes / wall seconds.
+// 64 KiB of K+V per block and layer) runs on its own thread and PUBLISH_NAMESPACEs to an
+// in-process relay on a third thread (`--direct`: it serves the consumer itself); the consumer
+// runs on the main thread. Rates per consumer core = Data bytes / consumer CPU seconds: the
+// receive thread's, and (kvcs with a worker) every consumer thread's together (the process's
+// CPU less the publisher's and the relay's threads). Independent of the machine's load, which is
+// printed; goodput = Data bytes / wall seconds.
 //
-//   kvcs_stream_bench [--blocks N]      (default 64 blocks = 1024 tokens = 128 MiB of K+V)
+// Pipelining (after the rates): a second publication of the same cache produced live, one layer
+// every `--layer-ms` (default: twice the layer's transfer time at the raw MOQT goodput just
+// measured) with a manifest version after every layer, and a live Retrieval (joined before
+// production) through the relay; per layer, the time from the producer finishing it (PublishLayer
+// returned) to the consumer holding it verified, against one layer's transfer time (its bytes at
+// that goodput). The aim: every layer within one transfer time.
+//
+//   kvcs_stream_bench [--blocks N] [--direct] [--layer-ms N]
+//                     (default 64 blocks = 1024 tokens = 128 MiB)
 #include <pthread.h>
 #include <time.h>
 
@@ -30,6 +43,7 @@
 #include "kvcs_stream/retrieval.h"
 #include "moqt_endpoint/moqt_endpoint.h"
 #include "quic/tls.h"
+#include "relay/relay_server.h"
 
 namespace asio = boost::asio;
 using namespace kvcs;
@@ -39,16 +53,27 @@ namespace {
 
 uint64_t NowMs() { return static_cast<uint64_t>(Now() * 1e3); }
 
+double ProcessCpu() {
+  timespec ts{};
+  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+  return ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
 struct Run {
   double secs = 0, cpu = 0, server_cpu = 0;
+  double all_cpu = 0;  // every consumer thread (receive + workers); 0: only the receive thread
   uint64_t bytes = 0;
   bool ok = false;
+  double per_core() const { return cpu > 0 ? bytes / cpu / 1e6 : 0.0; }
+  double per_all() const { return all_cpu > 0 ? bytes / all_cpu / 1e6 : per_core(); }
 };
 
 void Print(const char* what, const Run& r) {
-  printf("%-28s %9.1f MB/s per consumer core  %8.1f MB/s goodput  %6.3f s  cpu %.3f s%s\n", what,
-         r.cpu > 0 ? r.bytes / r.cpu / 1e6 : 0.0, r.secs > 0 ? r.bytes / r.secs / 1e6 : 0.0, r.secs,
-         r.cpu, r.ok ? "" : "  (INCOMPLETE)");
+  printf(
+      "%-34s %7.1f MB/s per receive core  %7.1f MB/s per consumer core  %7.1f MB/s goodput  "
+      "%6.3f s  cpu %.3f s%s\n",
+      what, r.per_core(), r.per_all(), r.secs > 0 ? r.bytes / r.secs / 1e6 : 0.0, r.secs,
+      r.all_cpu > 0 ? r.all_cpu : r.cpu, r.ok ? "" : "  (INCOMPLETE)");
 }
 
 class ServerThread {
@@ -58,7 +83,11 @@ class ServerThread {
     pthread_getcpuclockid(th_.native_handle(), &cpu_clock_);
   }
   ~ServerThread() {
-    Call([this] { server.reset(); });
+    Call([this] {
+      announcer.reset();
+      server.reset();
+      relay.reset();
+    });
     work_.reset();
     th_.join();
   }
@@ -77,6 +106,8 @@ class ServerThread {
   moqt::TrackStore store;
   std::unique_ptr<stream::Publisher> pub;
   std::unique_ptr<moqt::MoqtServer> server;
+  std::unique_ptr<relay::RelayServer> relay;    // on the relay thread
+  std::unique_ptr<moqt::MoqtClient> announcer;  // the publisher's session to the relay
 
  private:
   asio::executor_work_guard<asio::io_context::executor_type> work_;
@@ -115,8 +146,12 @@ std::unique_ptr<moqt::MoqtClient> Connect(asio::io_context& io, uint16_t port) {
 
 int main(int argc, char** argv) {
   uint64_t blocks = 64;
-  for (int i = 1; i + 1 < argc; i += 2) {
-    if (!strcmp(argv[i], "--blocks")) blocks = std::stoull(argv[i + 1]);
+  bool direct = false;
+  double layer_ms = 0;
+  for (int i = 1; i < argc; ++i) {
+    if (!strcmp(argv[i], "--layer-ms") && i + 1 < argc) layer_ms = std::stod(argv[++i]);
+    if (!strcmp(argv[i], "--blocks") && i + 1 < argc) blocks = std::stoull(argv[++i]);
+    if (!strcmp(argv[i], "--direct")) direct = true;
   }
   auto pem = quic::GenerateSelfSignedCert("localhost");
   if (!pem.ok()) return 1;
@@ -152,7 +187,7 @@ int main(int argc, char** argv) {
     }
   }
 
-  ServerThread srv;
+  ServerThread srv, rel;
   bool ok = true;
   srv.Call([&] {
     stream::PublisherConfig pc;
@@ -165,6 +200,7 @@ int main(int argc, char** argv) {
     srv.pub = std::move(*p);
     for (uint32_t l = 0; l < d.layers && ok; ++l)
       ok = srv.pub->PublishLayer(l, layer_k, layer_v).ok();
+    if (!direct) return;
     moqt::MoqtServerConfig cfg;
     cfg.quic.cert_file = cert;
     cfg.quic.key_file = key;
@@ -176,10 +212,52 @@ int main(int argc, char** argv) {
     fprintf(stderr, "publishing failed\n");
     return 1;
   }
+  uint16_t port = direct ? srv.server->port() : 0;
+  if (!direct) {
+    // The relay on its own thread; the publisher announces its publication there.
+    rel.Call([&] {
+      relay::RelayServerConfig rc;
+      rc.cert_file = cert;
+      rc.key_file = key;
+      rc.relay.cache_bytes = uint64_t{4} << 30;
+      auto r = relay::RelayServer::Start(rel.io, rc);
+      ok = r.ok();
+      if (ok) rel.relay = std::move(*r);
+    });
+    if (!ok) return 1;
+    port = rel.relay->port();
+    std::promise<bool> accepted;
+    srv.Call([&] {
+      moqt::MoqtClientConfig cc;
+      cc.quic.port = port;
+      cc.quic.insecure = true;
+      auto c = moqt::MoqtClient::Connect(srv.io, cc, nullptr, &srv.store);
+      if (c.ok()) srv.announcer = std::move(*c);
+    });
+    if (!srv.announcer) return 1;
+    // SETUP, then PUBLISH_NAMESPACE, on the publisher's thread.
+    for (int i = 0; i < 1000; ++i) {
+      bool up = false;
+      srv.Call([&] { up = srv.announcer && srv.announcer->setup_complete(); });
+      if (up) break;
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+    srv.Call([&] {
+      auto id = srv.announcer->session().PublishNamespace(
+          srv.pub->track_namespace(),
+          [&](const std::optional<moqt::RequestError>& e) { accepted.set_value(!e); });
+      if (!id.ok()) accepted.set_value(false);
+    });
+    auto f = accepted.get_future();
+    if (f.wait_for(std::chrono::seconds(10)) != std::future_status::ready || !f.get()) {
+      fprintf(stderr, "the relay did not accept the publication\n");
+      return 1;
+    }
+  }
   const uint64_t data_bytes = 2 * section * blocks * d.layers;
-  printf("cache: %llu blocks x %u layers, %.1f MiB of K+V Data; load %s\n",
+  printf("cache: %llu blocks x %u layers, %.1f MiB of K+V Data, %s; load %s\n",
          static_cast<unsigned long long>(blocks), d.layers, data_bytes / 1048576.0,
-         LoadAvg().c_str());
+         direct ? "served by the publisher" : "through the relay", LoadAvg().c_str());
 
   // SHA-256 alone, over the same Data sizes (one section per object).
   Run sha;
@@ -195,11 +273,13 @@ int main(int argc, char** argv) {
         }
       }
     }
-    sha = {Now() - t0, ThreadCpu() - c0, 0, data_bytes, true};
+    sha.secs = Now() - t0;
+    sha.cpu = ThreadCpu() - c0;
+    sha.bytes = data_bytes;
+    sha.ok = true;
     sink = acc[0];
   }
 
-  const uint16_t port = srv.server->port();
   const moqt::TrackNamespace ns = srv.pub->track_namespace();
   const profile::Namespace pns = srv.pub->ns();
   // Raw MOQT: the two data tracks, counted only.
@@ -223,20 +303,22 @@ int main(int argc, char** argv) {
     raw.server_cpu = srv.cpu() - s0;
     raw.bytes = k->bytes + v->bytes;  // 68-byte headers included
   }
-  // KVCS: verified delivery.
-  Run kvcs;
-  {
+  // KVCS: verified delivery, with `threads` hashing workers (0: all on the receive thread).
+  auto verified = [&](uint32_t threads) {
+    Run run;
     asio::io_context io;
     auto c = Connect(io, port);
-    if (!c) return 1;
+    if (!c) return run;
     stream::RetrievalOptions o;
     o.verifier.identity = *stream::CacheIdentity::Compute(d, scope, tokens);
     o.verifier.publication = pns;
     o.verifier.require_signature = false;
     o.compute_ns_per_token_layer = 100'000'000;
+    o.verify_threads = threads;
+    o.post = [&io](std::function<void()> fn) { asio::post(io, std::move(fn)); };
     uint64_t delivered = 0;
     bool done = false, all = false;
-    double c0 = ThreadCpu(), s0 = srv.cpu(), t0 = Now();
+    double c0 = ThreadCpu(), p0 = ProcessCpu(), s0 = srv.cpu(), r0 = rel.cpu(), t0 = Now();
     auto r = stream::Retrieval::Start(
         &c->session(), o,
         [&](const stream::VerifiedLayer& l) {
@@ -247,26 +329,133 @@ int main(int argc, char** argv) {
           all = rep.all_retrieved();
         },
         NowMs);
-    kvcs.ok = r.ok() &&
-              RunUntil(
-                  io, [&] { return done; }, 120) &&
-              all;
-    kvcs.secs = Now() - t0;
-    kvcs.cpu = ThreadCpu() - c0;
-    kvcs.server_cpu = srv.cpu() - s0;
-    kvcs.bytes = delivered;
-  }
+    run.ok = r.ok() &&
+             RunUntil(
+                 io, [&] { return done; }, 120) &&
+             all;
+    run.secs = Now() - t0;
+    run.cpu = ThreadCpu() - c0;
+    run.server_cpu = srv.cpu() - s0;
+    if (threads > 0) run.all_cpu = ProcessCpu() - p0 - run.server_cpu - (rel.cpu() - r0);
+    run.bytes = delivered;
+    return run;
+  };
+  Run kvcs = verified(0);
+  Run kvcs_worker = verified(1);
   if (sink == 0x5a) printf(" ");  // keeps the hashing
   Print("sha256 alone", sha);
   Print("moqt raw (k+v tracks)", raw);
-  Print("kvcs verified delivery", kvcs);
-  printf(
-      "verified / sha256 per core: %.2f   verified / raw moqt per core: %.2f   "
-      "publisher cpu s: raw %.3f kvcs %.3f\n",
-      kvcs.cpu > 0 && sha.cpu > 0 ? (kvcs.bytes / kvcs.cpu) / (sha.bytes / sha.cpu) : 0.0,
-      kvcs.cpu > 0 && raw.cpu > 0 ? (kvcs.bytes / kvcs.cpu) / (raw.bytes / raw.cpu) : 0.0,
-      raw.server_cpu, kvcs.server_cpu);
+  Print("kvcs verified (receive thread)", kvcs);
+  Print("kvcs verified (1 hashing worker)", kvcs_worker);
+  const double s = sha.per_core(), m = raw.per_core();
+  printf("verified / sha256 per core: receive thread %.2f, worker: receive %.2f all %.2f\n",
+         kvcs.per_core() / s, kvcs_worker.per_core() / s, kvcs_worker.per_all() / s);
+  printf("verified / raw moqt per core: receive thread %.2f, worker: receive %.2f all %.2f\n",
+         kvcs.per_core() / m, kvcs_worker.per_core() / m, kvcs_worker.per_all() / m);
+  printf("bound for one core doing both: 1/(1/sha + 1/raw) = %.1f MB/s (%.2f of sha256)\n",
+         1 / (1 / s + 1 / m), 1 / (1 / s + 1 / m) / s);
+  // Pipelining: a live production through the relay, a consumer joined before it starts.
+  bool piped = false;
+  {
+    const double layer_bytes = 2.0 * section * blocks;
+    const double goodput = raw.secs > 0 ? raw.bytes / raw.secs : 0;
+    const double transfer_ms = goodput > 0 ? layer_bytes / goodput * 1e3 : 0;
+    const double pace_ms = layer_ms > 0 ? layer_ms : 2 * transfer_ms;
+    moqt::TrackStore* store = &srv.store;
+    std::unique_ptr<stream::Publisher> live;
+    std::vector<double> finished(d.layers, -1), ready(d.layers, -1);
+    srv.Call([&] {
+      stream::PublisherConfig pc;
+      pc.descriptor = d;
+      pc.scope_key = scope;
+      pc.manifest_every_layers = 1;
+      pc.max_track_bytes = uint64_t{4} << 30;
+      auto p = stream::Publisher::Create(store, pc, tokens);
+      if (p.ok()) live = std::move(*p);
+    });
+    bool announced = direct;
+    if (live && !direct) {
+      std::promise<bool> acc;
+      srv.Call([&] {
+        auto id = srv.announcer->session().PublishNamespace(
+            live->track_namespace(),
+            [&](const std::optional<moqt::RequestError>& e) { acc.set_value(!e); });
+        if (!id.ok()) acc.set_value(false);
+      });
+      auto f = acc.get_future();
+      announced = f.wait_for(std::chrono::seconds(10)) == std::future_status::ready && f.get();
+    }
+    asio::io_context io;
+    auto c = announced ? Connect(io, port) : nullptr;
+    std::unique_ptr<stream::Retrieval> r;
+    bool done = false, all = false;
+    if (c) {
+      stream::RetrievalOptions o;
+      o.verifier.identity = *stream::CacheIdentity::Compute(d, scope, tokens);
+      o.verifier.publication = live->ns();
+      o.verifier.require_signature = false;
+      o.compute_ns_per_token_layer = 100'000'000;
+      o.verify_threads = 1;
+      o.post = [&io](std::function<void()> fn) { asio::post(io, std::move(fn)); };
+      auto rr = stream::Retrieval::Start(
+          &c->session(), o, [&](const stream::VerifiedLayer& l) { ready[l.layer] = Now(); },
+          [&](const stream::RetrievalReport& rep) {
+            done = true;
+            all = rep.all_retrieved();
+          },
+          NowMs);
+      if (rr.ok()) r = std::move(*rr);
+    }
+    if (r) {
+      // Let the subscriptions reach the publisher before production starts.
+      RunUntil(
+          io, [] { return false; }, 0.3);
+      // Production on the publisher's thread, one layer per pace_ms from t0.
+      auto timer = std::make_shared<asio::steady_timer>(srv.io);
+      const auto t0 = std::chrono::steady_clock::now();
+      std::function<void(uint32_t)> produce = [&, timer, t0](uint32_t l) {
+        if (!live->PublishLayer(l, layer_k, layer_v).ok()) return;
+        finished[l] = Now();
+        if (l + 1 == d.layers) return;
+        timer->expires_at(t0 +
+                          std::chrono::microseconds(static_cast<int64_t>(pace_ms * 1e3 * (l + 1))));
+        timer->async_wait([&, l](const boost::system::error_code& ec) {
+          if (!ec) produce(l + 1);
+        });
+      };
+      srv.Call([&] { produce(0); });
+      RunUntil(
+          io, [&] { return done; }, 120);
+      srv.Call([&] { timer->cancel(); });
+    }
+    printf(
+        "\npipelining through %s: one layer (%.1f MiB) every %.1f ms; one layer's transfer "
+        "at the raw goodput (%.1f MB/s): %.1f ms\n",
+        direct ? "the publisher's server" : "the relay", layer_bytes / 1048576.0, pace_ms,
+        goodput / 1e6, transfer_ms);
+    printf("%6s %12s %12s %12s %s\n", "layer", "finished ms", "ready ms", "lag ms",
+           "lag / transfer");
+    int within = 0;
+    double worst = 0;
+    for (uint32_t l = 0; l < d.layers; ++l) {
+      const double base = finished[0];
+      const double lag = (ready[l] - finished[l]) * 1e3;
+      const bool ok = finished[l] > 0 && ready[l] > 0 && lag <= transfer_ms;
+      within += ok;
+      worst = std::max(worst, lag);
+      printf("%6u %12.1f %12.1f %12.1f %8.2f%s\n", l, (finished[l] - base) * 1e3,
+             (ready[l] - base) * 1e3, lag, transfer_ms > 0 ? lag / transfer_ms : 0.0,
+             ok ? "" : "  > one transfer");
+    }
+    printf(
+        "layers ready within one layer's transfer time of being produced: %d/%u (worst lag "
+        "%.1f ms = %.2f transfers)%s\n",
+        within, d.layers, worst, transfer_ms > 0 ? worst / transfer_ms : 0.0,
+        done && all ? "" : "  (RETRIEVAL INCOMPLETE)");
+    piped = done && all;
+    srv.Call([&] { live.reset(); });
+  }
   std::error_code ec;
   std::filesystem::remove_all(dir, ec);
-  return raw.ok && kvcs.ok ? 0 : 1;
+  return raw.ok && kvcs.ok && kvcs_worker.ok && piped ? 0 : 1;
 }

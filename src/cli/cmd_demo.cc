@@ -286,7 +286,8 @@ int RunDemo(const DemoArgs& a) {
     moqt_line =
         "  moqt        published live through a relay (PUBLISH_NAMESPACE); a consumer joining "
         "mid-production\n              and one after the end each verified every layer "
-        "bit-exact, exactly once (above)\n";
+        "bit-exact, exactly once;\n              a relay that corrupted one object: "
+        "detected, recovered from the store over KVSP HTTP within the bound (above)\n";
   }
 
   std::printf("\nSummary\n");

@@ -42,6 +42,7 @@ struct Args {
   bool live = false, completed = false;
   uint64_t blocks = 0;
   uint64_t ns_per_token_layer = 1'000'000;
+  bool choose_encoding = false, lossy = false;
   IndexOptions index;  // --index: ask a KVSP Index Service first (§5.1's longer prefixes)
 };
 
@@ -63,28 +64,6 @@ Result<std::vector<uint32_t>> ParseTokens(const std::string& text) {
     if (!v) return InvalidArgument("token id out of range at byte " + std::to_string(i));
     out.push_back(*v);
     i = j;
-  }
-  return out;
-}
-
-// Where block `b`'s layers came from: "moqt live", "http holder http://h/_kvsp", "recompute
-// (deadline)", or, when its layers differ, each source with its layer count.
-std::string WhereFrom(const stream::RetrievalReport& rep, uint64_t b) {
-  std::map<std::string, uint32_t> n;  // description -> layers
-  for (uint32_t l = rep.first_layer; l < rep.first_layer + rep.layers; ++l) {
-    const stream::BlockOutcome& o = rep.at(b, l);
-    std::string s(stream::BlockSourceName(o.source));
-    if (o.source == stream::BlockSource::kRecompute) {
-      s += " (" + std::string(stream::StreamErrorName(o.reason)) + ")";
-    } else if (o.source_index > 0 && o.source_index < rep.sources.size()) {
-      s = rep.sources[o.source_index];
-    }
-    ++n[s];
-  }
-  if (n.size() == 1) return n.begin()->first;
-  std::string out;
-  for (const auto& [s, count] : n) {
-    out += (out.empty() ? "" : ", ") + s + " x" + std::to_string(count);
   }
   return out;
 }
@@ -308,6 +287,10 @@ class Get {
     o.verifier.last_layer = last_layer_;
     if (a_.blocks) o.verifier.max_blocks = a_.blocks;
     o.compute_ns_per_token_layer = a_.ns_per_token_layer;
+    if (a_.choose_encoding) {
+      o.choose_encoding = stream::EncodingChoiceOptions{};
+      o.choose_encoding->allow_lossy = a_.lossy;
+    }
     // Secure objects are detected: an object naming a Key ID is decrypted with the scope's keys.
     o.decryption = stream::ObjectDecryption{secure::ScopeKeyring::FromScopeKey(scope_key_), false};
     const kvsp::Descriptor& d = identity_.descriptor;
@@ -352,13 +335,18 @@ class Get {
               << " blocks x " << rep.layers << " layers, " << rep.recompute_count()
               << " (block, layer) to recompute, " << rep.refusals_total << " refusal(s)"
               << std::endl;
+    if (a_.choose_encoding) {
+      std::cout << "encoding: " << stream::EncodingName(rep.encoding) << " (chosen at "
+                << static_cast<uint64_t>(rep.choice_rate_bytes_per_s / 1e6) << " MB/s against "
+                << a_.ns_per_token_layer << " ns per token and layer)" << std::endl;
+    }
     const auto sc = retrieval_ ? retrieval_->secure_counts() : stream::Recovery::SecureCounts{};
     if (sc.opened || sc.failed) {
       std::cout << "secure objects: " << sc.opened << " decrypted, " << sc.failed
                 << " discarded (not authentic)" << std::endl;
     }
     for (uint64_t b = 0; b < rep.blocks; ++b) {
-      std::cout << "  block " << b << ": " << WhereFrom(rep, b) << std::endl;
+      std::cout << "  block " << b << ": " << stream::DescribeBlockSources(rep, b) << std::endl;
     }
     for (const auto& r : rep.refusals) std::cout << "  refused: " << r.status.ToString() << "\n";
     rc_ = rep.all_retrieved() ? 0 : 1;
@@ -457,6 +445,13 @@ RunFn Setup(CLI::App& app) {
   cmd->add_option("--ns-per-token-layer", a->ns_per_token_layer,
                   "your recompute cost; the retrieval gives up after what recomputing would take")
       ->capture_default_str();
+  cmd->add_flag("--choose-encoding", a->choose_encoding,
+                "with several encodings offered, pick by the measured rate against "
+                "--ns-per-token-layer (the raw pair when the compute hides the transfer, else the "
+                "fewest bytes); lossless only unless --lossy");
+  cmd->add_flag("--lossy", a->lossy,
+                "--choose-encoding may pick fp8-e4m3 / int8 (decoded to the cache's dtype: not "
+                "bit-exact)");
   cmd->add_option("--holder", a->holders,
                   "a KVSP HTTP holder (kvcs store: http://HOST:PORT) to recover missing or corrupt "
                   "blocks from; repeatable, tried in order")

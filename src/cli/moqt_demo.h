@@ -9,7 +9,12 @@
 // every `layer_ms` (the modeled compute pace) with a signed manifest.cose version after every
 // layer; two consumers through the relay, live (§5.2), one joining mid-production and one after
 // the end. Both verify everything (signature, every object's digest) and compare it bit-exact
-// with the source. Prints the per-layer timeline (published, ready at each consumer). Blocking.
+// with the source. Then consumer C retrieves the first blocks through a second relay hop serving
+// relay 1's copy with one bit flipped in one object (a corrupting relay), with the store (a
+// LocalStore behind the S3 server's /_kvsp endpoint) as its KVSP §8 holder: the object is refused
+// (Data Digest), and that (block, layer) is recovered from the store over HTTP within the bound.
+// Prints the per-layer timeline (published, ready at each consumer) and where each of C's blocks
+// came from. Blocking.
 #ifndef KVCS_CLI_MOQT_DEMO_H_
 #define KVCS_CLI_MOQT_DEMO_H_
 
@@ -26,6 +31,10 @@ struct MoqtDemoOptions {
   uint64_t blocks = 16;    // the cache's first blocks published (fewer if it has fewer)
   uint64_t layer_ms = 20;  // modeled compute time of one layer: the production pace
   uint64_t timeout_ms = 30000;
+  // Consumer C after A and B: through a second relay hop that flips one bit of one object, with
+  // the store as a KVSP §8 holder; detected, recovered from the store over HTTP within the bound.
+  bool corrupt_leg = true;
+  uint64_t recovery_floor_ms = 5000;  // the bound's floor (min_deadline_ms) on a loaded machine
 };
 
 Status RunMoqtDemo(const tensorio::KvCacheView& cache, const kvsp::ScopeKey& scope,

@@ -69,4 +69,8 @@ Status DecodeData(const kvsp::Descriptor& d, kvsp::Codec codec, profile::Compone
   return Status::Ok();
 }
 
+std::string EncodingName(const Encoding& e) {
+  return (e.joint ? "kv." : "k+v ") + std::string(kvsp::CodecName(e.codec));
+}
+
 }  // namespace kvcs::stream

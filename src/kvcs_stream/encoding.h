@@ -27,6 +27,9 @@ struct Encoding {
   bool operator==(const Encoding&) const = default;
 };
 
+// For people: "k+v raw", "kv.fp8-e4m3".
+std::string EncodingName(const Encoding& e);
+
 // Errors: kInvalidArgument (kBadArgument) for a joint encoding with a variable-size codec, or
 // kUnsupported for a codec that is not implemented.
 Status CheckEncoding(const Encoding& e);

@@ -108,6 +108,11 @@ Status LayerVerifier::OnManifest(profile::TrackKind kind, ByteSpan payload, uint
     return ok;
   }
   manifest_ = std::move(*m);
+  UpdateSegments();
+  return Progress();
+}
+
+void LayerVerifier::UpdateSegments() {
   segments_.assign(manifest_->segments.size(), {});
   for (size_t i = 0; i < manifest_->segments.size(); ++i) {
     const profile::ManifestSegment& s = manifest_->segments[i];
@@ -135,7 +140,16 @@ Status LayerVerifier::OnManifest(profile::TrackKind kind, ByteSpan payload, uint
     }
     st.usable = true;
   }
-  return Progress();
+}
+
+Status LayerVerifier::SetEncoding(const Encoding& e) {
+  if (!entries_.empty() || !delivered_.empty() || report_.objects_received > 0) {
+    return StreamStatus(Code::kFailedPrecondition, StreamError::kBadArgument,
+                        "the encoding is chosen before any object arrives");
+  }
+  config_.encoding = e;
+  if (manifest_) UpdateSegments();
+  return Status::Ok();
 }
 
 Status LayerVerifier::CheckManifest(const profile::Manifest& m) {
@@ -200,6 +214,17 @@ Status LayerVerifier::CheckAgainstPrevious(const profile::Manifest& m) const {
 
 Status LayerVerifier::OnObject(const moqt::FullTrackName& track, moqt::Location loc,
                                ByteSpan payload) {
+  return Accept(track, loc, payload, nullptr, nullptr);
+}
+
+Status LayerVerifier::OnObject(const moqt::FullTrackName& track, moqt::Location loc, Bytes payload,
+                               const Digest& data_sha256) {
+  const ByteSpan span(payload);
+  return Accept(track, loc, span, &payload, &data_sha256);
+}
+
+Status LayerVerifier::Accept(const moqt::FullTrackName& track, moqt::Location loc, ByteSpan payload,
+                             Bytes* owned, const Digest* data_sha256) {
   ++report_.objects_received;
   if (track.track_namespace != ToMoqtNamespace(config_.publication)) {
     return Refuse(StreamError::kForeignPublication,
@@ -242,7 +267,8 @@ Status LayerVerifier::OnObject(const moqt::FullTrackName& track, moqt::Location 
   e.codec = codec;
   e.block_tokens = config_.identity.descriptor.block_tokens;
   if (seg == 0) e.token_start = loc.object * config_.identity.descriptor.block_tokens;
-  auto view = profile::DecodeObject(payload, e);
+  auto view = data_sha256 != nullptr ? profile::DecodeObjectWithDigest(payload, e, *data_sha256)
+                                     : profile::DecodeObject(payload, e);
   if (!view.ok()) return RefuseObject(view.status(), track.name, loc, key);
   if (buffered_ + payload.size() > config_.max_buffered_bytes) {
     object_refusals_[key] = StreamError::kBufferFull;
@@ -250,7 +276,8 @@ Status LayerVerifier::OnObject(const moqt::FullTrackName& track, moqt::Location 
   }
   object_refusals_.erase(key);
   buffered_ += payload.size();
-  auto added = entries_.emplace(key, Entry{Bytes(payload.begin(), payload.end()), false}).first;
+  Bytes kept = owned != nullptr ? std::move(*owned) : Bytes(payload.begin(), payload.end());
+  auto added = entries_.emplace(key, Entry{std::move(kept), view->header, false}).first;
   // Only this object can have become verifiable (the others wait for a manifest: Progress), and
   // only its layer complete: O(1) per object, not a walk over everything buffered.
   if (!manifest_ || seg >= manifest_->segments.size()) return Status::Ok();
@@ -269,11 +296,12 @@ Status LayerVerifier::VerifyEntry(const Key& key, Entry& e) {
   const std::string name = profile::FormatTrackName(t);
   const bool listed = profile::ListedDigest(*manifest_, t, layer, obj).has_value();
   if (!listed && !s.complete) return Status::Ok();  // wait for a manifest listing it
-  auto v = profile::VerifyObject(*manifest_, t, layer, obj, e.payload);
+  // The Data was hashed at arrival (DecodeObject): only the manifest's part remains.
+  Status v = profile::CheckVerifiedObject(*manifest_, t, layer, obj, e.header);
   if (!v.ok()) {
     buffered_ -= e.payload.size();
     entries_.erase(key);
-    return RefuseObject(v.status(), name, {layer, obj}, key);
+    return RefuseObject(v, name, {layer, obj}, key);
   }
   e.verified = true;
   return Status::Ok();

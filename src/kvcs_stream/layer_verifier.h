@@ -12,9 +12,10 @@
 //     whole publication (sticky): nothing more from it is handed to the caller.
 //   object: its track belongs to this publication (else kForeignPublication: never mix
 //     publications); right away every §3.5 check that needs no manifest (magic, version, layer ==
-//     group, block == object, lengths, Data Digest, component/codec of the track, token count);
-//     once a manifest describes it, profile::VerifyObject (token start, listed digest). Objects
-//     wait (bounded by max_buffered_bytes) until a manifest lists their layer's digests; a
+//     group, block == object, lengths, Data Digest, component/codec of the track, token count:
+//     the Data is hashed once, here or by the caller); once a manifest describes it,
+//     profile::CheckVerifiedObject on the kept header (token start, listed digest; no rehash).
+//     Objects wait (bounded by max_buffered_bytes) until a manifest lists their layer's digests; a
 //     segment that the manifest marks complete without digests for the track is verified by §3.5
 //     alone. A failed object is discarded and treated as missing.
 // Delivery: spans over verified bytes (decoded to the descriptor's dtype for non-raw codecs),
@@ -95,7 +96,17 @@ class LayerVerifier {
   // A Normal data object. OK also when it is not needed (counted as discarded) or a duplicate.
   // Errors: kForeignPublication, kObjectInvalid, kListedDigestMismatch, kUndecodable,
   // kBufferFull, kPublicationRefused.
+  // The payload is copied when kept; its Data is hashed here.
   Status OnObject(const moqt::FullTrackName& track, moqt::Location loc, ByteSpan payload);
+  // The same with the payload handed over (kept without a copy) and the SHA-256 of its Data
+  // (payload[68..]) computed by the caller, e.g. on another thread: no hashing here.
+  Status OnObject(const moqt::FullTrackName& track, moqt::Location loc, Bytes payload,
+                  const Digest& data_sha256);
+
+  // Selects the tracks to verify (the codec choice, once the manifest shows what is offered).
+  // Errors: kFailedPrecondition (kBadArgument) once an object arrived.
+  Status SetEncoding(const Encoding& e);
+  const Encoding& encoding() const { return config_.encoding; }
 
   bool refused() const { return !refusal_.ok(); }
   const Status& refusal() const { return refusal_; }
@@ -121,6 +132,7 @@ class LayerVerifier {
   using Key = std::tuple<uint32_t, uint32_t, uint32_t, uint64_t>;  // segment, track, layer, obj
   struct Entry {
     Bytes payload;
+    profile::ObjectHeader header;  // verified against the Data at arrival (hashed once)
     bool verified = false;
   };
   struct SegmentState {
@@ -132,7 +144,13 @@ class LayerVerifier {
   Status RefuseObject(const Status& s, const std::string& track, moqt::Location loc,
                       const Key& key);
   Status Refused() const;
+  // Both OnObject: `owned` (when set) is `payload`'s storage, moved in; `data_sha256` (when set)
+  // the Data's digest.
+  Status Accept(const moqt::FullTrackName& track, moqt::Location loc, ByteSpan payload,
+                Bytes* owned, const Digest* data_sha256);
   Status CheckManifest(const profile::Manifest& m);
+  // Which manifest segments are usable with the selected encoding (segments_).
+  void UpdateSegments();
   Status CheckAgainstPrevious(const profile::Manifest& m) const;
   // Verifies what the current manifest allows and delivers what became complete.
   Status Progress();

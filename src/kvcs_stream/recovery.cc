@@ -154,6 +154,11 @@ bool Recovery::StartAlternate(size_t i, uint64_t deadline) {
   o.verifier.last_layer = max_layer;
   o.verifier.max_blocks = max_block + 1;
   o.deadline_at_ms = deadline;
+  if (o.choose_encoding && primary_) {
+    // The primary chose: the alternative retrieves the same encoding, without a choice's delay.
+    o.verifier.encoding = primary_->verifier().encoding();
+    o.choose_encoding.reset();
+  }
   report_.sources.push_back("alt moqt " + src.name + " " + profile::ToString(src.publication));
   alt_source_index_ = static_cast<uint16_t>(report_.sources.size() - 1);
   const profile::Manifest* pm =
@@ -324,7 +329,7 @@ Status Recovery::UseContainer(const HolderBlock& hb) {
 Status Recovery::CheckListedDigests(uint64_t block, uint32_t layer, ByteSpan k, ByteSpan v) const {
   if (primary_ == nullptr || primary_->verifier().refused()) return Status::Ok();
   const profile::Manifest* m = primary_->verifier().manifest();
-  const Encoding& enc = options_.retrieval.verifier.encoding;
+  const Encoding& enc = primary_->verifier().encoding();  // the codec choice's, if it chose
   if (m == nullptr || enc.codec != kvsp::Codec::kRaw) return Status::Ok();
   for (const profile::ManifestSegment& s : m->segments) {
     if (block < s.first_block || block >= s.first_block + s.blocks || !s.object_digests) continue;

@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <utility>
 
+#include "kvcs_stream/encoding_choice.h"
+#include "profile/object.h"
 #include "profile/track_name.h"
 
 namespace kvcs::stream {
@@ -65,9 +67,14 @@ Retrieval::Retrieval(moqt::MoqtSession* session, RetrievalOptions options, Layer
   if (options_.decryption) {
     decryptor_.emplace(*options_.decryption);
   }
+  if (options_.verify_threads > 0 && options_.post) {
+    pool_ = std::make_unique<DigestPool>(options_.verify_threads);
+  }
 }
 
 Retrieval::~Retrieval() {
+  *alive_ = false;
+  pool_.reset();  // drops what is queued; a result already posted finds alive_ false
   for (auto& [name, r] : requests_) {
     Cancel(*r);
     r->owner = nullptr;
@@ -91,8 +98,11 @@ Result<std::unique_ptr<Retrieval>> Retrieval::Start(moqt::MoqtSession* session,
           : r->clock_ms_() + RecomputeBoundMs(r->verifier_.needed_blocks(), d.block_tokens, layers,
                                               r->options_.compute_ns_per_token_layer,
                                               r->options_.min_deadline_ms);
+  r->started_ms_ = r->clock_ms_();
+  r->choosing_ = r->options_.choose_encoding.has_value();
   KVCS_RETURN_IF_ERROR(r->SubscribeManifest(profile::TrackKind::kManifestCose));
-  if (r->options_.mode == RetrievalMode::kLive && r->verifier_.needed_blocks() > 0) {
+  if (r->options_.mode == RetrievalMode::kLive && r->verifier_.needed_blocks() > 0 &&
+      !r->choosing_) {
     // Segment 0 exists in every publication and starts at block 0: join it at once, in parallel
     // with the manifest.
     NeededSegment s0{0, 0, r->verifier_.needed_blocks(),
@@ -187,17 +197,63 @@ void Retrieval::OnManifestObject(Request& r, const moqt::ReceivedObject& o) {
   secure::OpenedPayload plain;
   if (!OpenPayload(r, o, &payload, &plain)) return CheckDone();
   Status s = verifier_.OnManifest(r.kind, payload, o.location.group);
+  if (s.ok() && choosing_) ApplyEncodingChoice(payload.size());
   if (s.ok()) RequestNeededSegments();
   CheckDone();
+}
+
+void Retrieval::ApplyEncodingChoice(size_t manifest_bytes) {
+  choosing_ = false;
+  const profile::Manifest* m = verifier_.manifest();
+  std::vector<Encoding> offered = OfferedEncodings(m->segments[0]);
+  if (offered.empty()) return;  // verifier.encoding stays (reported kTrackNotOffered)
+  const EncodingChoiceOptions& c = *options_.choose_encoding;
+  double rate = c.rate_bytes_per_s;
+  if (rate <= 0) {
+    const uint64_t elapsed_ms = std::max<uint64_t>(1, clock_ms_() - started_ms_);
+    rate = static_cast<double>(manifest_bytes) * 1000.0 / static_cast<double>(elapsed_ms);
+  }
+  choice_rate_ = rate;
+  ChoiceInputs in;
+  in.rate_bytes_per_s = rate;
+  in.compute_ns_per_token_layer = options_.compute_ns_per_token_layer;
+  in.allow_lossy = c.allow_lossy;
+  in.zstd_ratio = c.zstd_ratio;
+  (void)verifier_.SetEncoding(ChooseEncoding(options_.verifier.identity.descriptor, offered, in));
 }
 
 void Retrieval::OnDataObject(Request& r, const moqt::ReceivedObject& o) {
   if (o.status != moqt::ObjectStatus::kNormal) return;
   r.got_object = true;
+  last_data_ms_ = clock_ms_();
+  if (data_bytes_ == 0) first_data_ms_ = last_data_ms_;
+  data_bytes_ += o.payload.size();
   ByteSpan payload;
   secure::OpenedPayload plain;
   if (!OpenPayload(r, o, &payload, &plain)) return CheckDone();
+  if (pool_ && hashing_bytes_ + verifier_.buffered_bytes() + payload.size() <=
+                   options_.verifier.max_buffered_bytes) {
+    ++hashing_;
+    hashing_bytes_ += payload.size();
+    pool_->Submit(Bytes(payload.begin(), payload.end()), profile::kObjectHeaderSize,
+                  [this, alive = alive_, post = options_.post, track = r.name, loc = o.location](
+                      Bytes p, const Digest& d) {
+                    post([this, alive, track, loc, p = std::move(p), d]() mutable {
+                      if (*alive) OnHashed(track, loc, std::move(p), d);
+                    });
+                  });
+    return;
+  }
   (void)verifier_.OnObject(r.name, o.location, payload);  // refusals go into the report
+  CheckDone();
+}
+
+void Retrieval::OnHashed(const moqt::FullTrackName& track, moqt::Location loc, Bytes payload,
+                         const Digest& data_sha256) {
+  --hashing_;
+  hashing_bytes_ -= payload.size();
+  if (done_) return;
+  (void)verifier_.OnObject(track, loc, std::move(payload), data_sha256);
   CheckDone();
 }
 
@@ -247,6 +303,7 @@ void Retrieval::CheckDone() {
   if (done_) return;
   if (verifier_.refused()) return Finish(StreamError::kPublicationRefused);
   if (verifier_.manifest() && verifier_.AllDelivered()) return Finish(StreamError::kNone);
+  if (hashing_ > 0) return;  // objects still in the DigestPool come back through `post`
   bool data_open = false, manifest_open = false;
   for (const auto& [name, r] : requests_) {
     if (r->ended) continue;
@@ -295,6 +352,12 @@ void Retrieval::Finish(StreamError rest) {
   }
   report_.deadline_ms = deadline_ms_;
   report_.timed_out = rest == StreamError::kDeadline;
+  report_.encoding = verifier_.encoding();
+  report_.choice_rate_bytes_per_s = choice_rate_;
+  if (last_data_ms_ > first_data_ms_) {
+    report_.data_rate_bytes_per_s = static_cast<double>(data_bytes_) * 1000.0 /
+                                    static_cast<double>(last_data_ms_ - first_data_ms_);
+  }
   if (on_done_) on_done_(report_);
 }
 

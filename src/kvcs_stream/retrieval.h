@@ -33,6 +33,7 @@
 #include <string>
 
 #include "common/status.h"
+#include "kvcs_stream/digest_pool.h"
 #include "kvcs_stream/layer_verifier.h"
 #include "kvcs_stream/object_protection.h"
 #include "kvcs_stream/retrieval_report.h"
@@ -44,6 +45,17 @@ enum class RetrievalMode { kLive, kCompleted };
 
 // A floor for the recompute bound: a retrieval gets at least a few round trips and a SETUP.
 inline constexpr uint64_t kDefaultMinDeadlineMs = 1000;
+
+// Codec choice inside a Retrieval (issue 13): with several encodings offered, which one to
+// retrieve, by the link's rate against the caller's compute time (encoding_choice.h's rule).
+struct EncodingChoiceOptions {
+  bool allow_lossy = true;
+  std::optional<double> zstd_ratio;  // encoded / raw bytes for zstd, when known
+  // The link's rate when the caller knows it (e.g. a previous RetrievalReport's
+  // data_rate_bytes_per_s); 0: measured on the first manifest version's arrival (its bytes over
+  // the time since the SUBSCRIBE: a lower bound, it includes a round trip).
+  double rate_bytes_per_s = 0;
+};
 
 struct RetrievalOptions {
   RetrievalMode mode = RetrievalMode::kLive;
@@ -59,6 +71,20 @@ struct RetrievalOptions {
   // Set: objects carrying a Key ID are decrypted before verification (secure objects); one that
   // does not open is discarded, reported (kUndecryptable, kUnknownKeyId) and so missing.
   std::optional<ObjectDecryption> decryption;
+  // Off-thread hashing (the one SHA-256 of each data object's Data that §5.4 needs): with
+  // verify_threads > 0 and `post` set, each data object is copied once, hashed on one of
+  // verify_threads worker threads the Retrieval owns, and handed back through `post`, which must
+  // run it on the session's thread (e.g. asio::post to its io_context); the session's thread then
+  // does the rest (header checks, manifest, delivery) without hashing. Objects in flight count
+  // toward verifier.max_buffered_bytes; beyond it an object is verified on the session's thread.
+  // 0 (default): everything on the session's thread.
+  uint32_t verify_threads = 0;
+  std::function<void(std::function<void()>)> post;
+  // Set: the encoding is chosen when the first manifest version shows what segment 0 offers
+  // (OfferedEncodings, ChooseEncoding with the rate and compute_ns_per_token_layer), and
+  // verifier.encoding is ignored. Data is requested only then (a live join starts one round trip
+  // later than without). The report says what was chosen and at which rate.
+  std::optional<EncodingChoiceOptions> choose_encoding;
 };
 
 // The recompute bound in milliseconds: blocks · block_tokens · layers · ns, at least floor_ms.
@@ -95,6 +121,9 @@ class Retrieval {
   void OnRequestEnded(Request& r, const std::optional<moqt::RequestError>& error);
   // The manifest track ended before any version reached us: FETCH group `group`'s version.
   void FetchLastManifest(Request& ended, uint64_t group);
+  // A data object hashed by the pool, back on the session's thread.
+  void OnHashed(const moqt::FullTrackName& track, moqt::Location loc, Bytes payload,
+                const Digest& data_sha256);
 
  private:
   Retrieval(moqt::MoqtSession* session, RetrievalOptions options, LayerCallback on_layer,
@@ -103,6 +132,8 @@ class Retrieval {
   Status RequestSegment(const NeededSegment& s);
   void RequestNeededSegments();
   void CheckDone();
+  // choose_encoding: picks the encoding once the first manifest version (of `bytes`) arrived.
+  void ApplyEncodingChoice(size_t manifest_bytes);
   void Finish(StreamError rest);
   void Cancel(Request& r);
   // The payload to verify (decrypted when the options ask for it); false: discarded, reported.
@@ -122,6 +153,15 @@ class Retrieval {
   bool done_ = false;
   RetrievalReport report_;
   std::optional<PayloadDecryptor> decryptor_;
+  // Off-thread hashing (verify_threads): false once the Retrieval is gone, for posted results.
+  std::shared_ptr<bool> alive_ = std::make_shared<bool>(true);
+  std::unique_ptr<DigestPool> pool_;
+  uint64_t hashing_ = 0, hashing_bytes_ = 0;  // objects and bytes in the pool
+  bool choosing_ = false;                     // choose_encoding, until the first manifest
+  uint64_t started_ms_ = 0;
+  double choice_rate_ = 0;
+  // The data objects' arrival (report_.data_rate_bytes_per_s).
+  uint64_t data_bytes_ = 0, first_data_ms_ = 0, last_data_ms_ = 0;
 };
 
 }  // namespace kvcs::stream

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "common/status.h"
+#include "kvcs_stream/encoding.h"
 #include "kvcs_stream/stream_error.h"
 #include "moqt/moqt_messages.h"
 
@@ -63,6 +64,13 @@ struct RetrievalReport {
   uint64_t layers_delivered = 0;  // per-layer callbacks (one per segment and layer)
   uint64_t deadline_ms = 0;       // the recompute bound the retrieval ran under (absolute)
   bool timed_out = false;
+  // The encoding retrieved (the verifier's, or the codec choice's); the link rate the choice used
+  // (0 without a choice); the measured rate of the data objects received: their bytes over the
+  // time from the first to the last (0 with fewer than two instants) — a later retrieval's
+  // EncodingChoiceOptions::rate_bytes_per_s.
+  Encoding encoding;
+  double choice_rate_bytes_per_s = 0;
+  double data_rate_bytes_per_s = 0;
 
   const BlockOutcome& at(uint64_t block, uint32_t layer) const {
     return outcomes[(layer - first_layer) * blocks + block];
@@ -76,6 +84,11 @@ struct RetrievalReport {
   bool all_from_moqt() const { return all_retrieved(); }
   void AddRefusal(Refusal r);
 };
+
+// Where block `b`'s layers came from, for people: "moqt live", "http holder <url>", "recompute
+// (deadline)", or, when its layers differ, each source with its layer count ("http holder
+// http://h:9000 x1, moqt fetch x31").
+std::string DescribeBlockSources(const RetrievalReport& rep, uint64_t b);
 
 }  // namespace kvcs::stream
 

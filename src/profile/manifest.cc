@@ -539,16 +539,24 @@ std::optional<Digest> ListedDigest(const Manifest& m, const TrackName& track, ui
   return group[object_id];
 }
 
-Result<ObjectView> VerifyObject(const Manifest& m, const TrackName& track, uint64_t group_id,
-                                uint64_t object_id, ByteSpan payload) {
+Status CheckVerifiedObject(const Manifest& m, const TrackName& track, uint64_t group_id,
+                           uint64_t object_id, const ObjectHeader& header) {
   KVCS_ASSIGN_OR_RETURN(ObjectExpectation e, ExpectationFor(m, track, group_id, object_id));
-  KVCS_ASSIGN_OR_RETURN(ObjectView v, DecodeObject(payload, e));
+  KVCS_RETURN_IF_ERROR(CheckObjectExpectation(header, e));
   std::optional<Digest> listed = ListedDigest(m, track, group_id, object_id);
-  if (listed && *listed != v.header.data_digest) {
+  if (listed && *listed != header.data_digest) {
     return Err(ManifestError::kListedDigestMismatch,
                "object " + U(object_id) + " of group " + U(group_id) + " of \"" +
                    FormatTrackName(track) + "\" is not the one the manifest lists");
   }
+  return Status::Ok();
+}
+
+Result<ObjectView> VerifyObject(const Manifest& m, const TrackName& track, uint64_t group_id,
+                                uint64_t object_id, ByteSpan payload) {
+  KVCS_ASSIGN_OR_RETURN(ObjectExpectation e, ExpectationFor(m, track, group_id, object_id));
+  KVCS_ASSIGN_OR_RETURN(ObjectView v, DecodeObject(payload, e));
+  KVCS_RETURN_IF_ERROR(CheckVerifiedObject(m, track, group_id, object_id, v.header));
   return v;
 }
 

@@ -141,6 +141,12 @@ std::optional<Digest> ListedDigest(const Manifest& m, const TrackName& track, ui
 // kListedDigestMismatch). The view's data points into `payload`.
 Result<ObjectView> VerifyObject(const Manifest& m, const TrackName& track, uint64_t group_id,
                                 uint64_t object_id, ByteSpan payload);
+// The manifest's part of VerifyObject for an object whose header DecodeObject (or
+// DecodeObjectWithDigest) already verified against its Data: ExpectationFor's fields (token start,
+// component, codec, token count) and the listed digest. No hashing: a receiver that verified an
+// object on arrival does not hash it again when the manifest listing it comes.
+Status CheckVerifiedObject(const Manifest& m, const TrackName& track, uint64_t group_id,
+                           uint64_t object_id, const ObjectHeader& header);
 
 }  // namespace kvcs::profile
 

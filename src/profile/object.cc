@@ -33,7 +33,7 @@ Status Err(ObjectError e, std::string msg) {
 std::string U(uint64_t v) { return std::to_string(v); }
 
 // Shared by DecodeObject (with a location) and InspectObject (without).
-Result<ObjectView> Decode(ByteSpan p, const ObjectExpectation* expect) {
+Result<ObjectView> Decode(ByteSpan p, const ObjectExpectation* expect, const Digest* data_sha256) {
   if (p.size() < kObjectHeaderSize) {
     return Err(ObjectError::kTruncated,
                "payload of " + U(p.size()) + " bytes is shorter than the 68-byte header");
@@ -78,37 +78,10 @@ Result<ObjectView> Decode(ByteSpan p, const ObjectExpectation* expect) {
     return Err(ObjectError::kTrailingData,
                "payload of " + U(p.size()) + " bytes, header says " + U(want));
   }
-  if (expect != nullptr) {
-    if (hd.layer != expect->group_id) {
-      return Err(ObjectError::kLayerMismatch,
-                 "layer " + U(hd.layer) + " in group " + U(expect->group_id));
-    }
-    if (hd.block_index != expect->object_id) {
-      return Err(ObjectError::kBlockIndexMismatch,
-                 "block index " + U(hd.block_index) + " in object " + U(expect->object_id));
-    }
-    if (expect->component && hd.component != *expect->component) {
-      return Err(ObjectError::kComponentMismatch,
-                 "component " + std::string(ComponentName(hd.component)) + " on a " +
-                     std::string(ComponentName(*expect->component)) + " track");
-    }
-    if (expect->codec && hd.codec != *expect->codec) {
-      return Err(ObjectError::kCodecMismatch,
-                 "codec " + U(hd.codec) + " on a track of codec " + U(*expect->codec));
-    }
-    if (expect->block_tokens && hd.token_count != *expect->block_tokens) {
-      return Err(
-          ObjectError::kTokenCountMismatch,
-          "token count " + U(hd.token_count) + ", block_tokens is " + U(*expect->block_tokens));
-    }
-    if (expect->token_start && hd.token_start != *expect->token_start) {
-      return Err(ObjectError::kTokenStartMismatch,
-                 "token start " + U(hd.token_start) + ", manifest says " + U(*expect->token_start));
-    }
-  }
+  if (expect != nullptr) KVCS_RETURN_IF_ERROR(CheckObjectExpectation(hd, *expect));
   ByteSpan data = p.subspan(kObjectHeaderSize);
   // Digests are public values; no constant-time comparison is needed.
-  if (Sha256::Hash(data) != hd.data_digest) {
+  if ((data_sha256 != nullptr ? *data_sha256 : Sha256::Hash(data)) != hd.data_digest) {
     return Err(ObjectError::kDigestMismatch, "SHA-256 of data does not match the data digest");
   }
   return ObjectView{hd, data};
@@ -192,10 +165,44 @@ Result<Bytes> EncodeObject(const ObjectInfo& info, ByteSpan data) {
   return out;
 }
 
-Result<ObjectView> DecodeObject(ByteSpan payload, const ObjectExpectation& expect) {
-  return Decode(payload, &expect);
+Status CheckObjectExpectation(const ObjectHeader& hd, const ObjectExpectation& expect) {
+  if (hd.layer != expect.group_id) {
+    return Err(ObjectError::kLayerMismatch,
+               "layer " + U(hd.layer) + " in group " + U(expect.group_id));
+  }
+  if (hd.block_index != expect.object_id) {
+    return Err(ObjectError::kBlockIndexMismatch,
+               "block index " + U(hd.block_index) + " in object " + U(expect.object_id));
+  }
+  if (expect.component && hd.component != *expect.component) {
+    return Err(ObjectError::kComponentMismatch,
+               "component " + std::string(ComponentName(hd.component)) + " on a " +
+                   std::string(ComponentName(*expect.component)) + " track");
+  }
+  if (expect.codec && hd.codec != *expect.codec) {
+    return Err(ObjectError::kCodecMismatch,
+               "codec " + U(hd.codec) + " on a track of codec " + U(*expect.codec));
+  }
+  if (expect.block_tokens && hd.token_count != *expect.block_tokens) {
+    return Err(ObjectError::kTokenCountMismatch,
+               "token count " + U(hd.token_count) + ", block_tokens is " + U(*expect.block_tokens));
+  }
+  if (expect.token_start && hd.token_start != *expect.token_start) {
+    return Err(ObjectError::kTokenStartMismatch,
+               "token start " + U(hd.token_start) + ", manifest says " + U(*expect.token_start));
+  }
+  return Status::Ok();
 }
 
-Result<ObjectView> InspectObject(ByteSpan payload) { return Decode(payload, nullptr); }
+Result<ObjectView> DecodeObject(ByteSpan payload, const ObjectExpectation& expect) {
+  return Decode(payload, &expect, nullptr);
+}
+
+Result<ObjectView> DecodeObjectWithDigest(ByteSpan payload, const ObjectExpectation& expect,
+                                          const Digest& data_sha256) {
+  return Decode(payload, &expect, &data_sha256);
+}
+
+Result<ObjectView> InspectObject(ByteSpan payload) { return Decode(payload, nullptr, nullptr); }
 
 }  // namespace kvcs::profile

@@ -117,6 +117,17 @@ Result<Bytes> EncodeObject(const ObjectInfo& info, ByteSpan data);
 // ObjectError detail.
 Result<ObjectView> DecodeObject(ByteSpan payload, const ObjectExpectation& expect);
 
+// DecodeObject with the SHA-256 of Data already computed by the caller (on another thread, or
+// while the bytes arrived): every check, the Data Digest compared with `data_sha256`, no hashing.
+// The caller must have hashed exactly payload[68..].
+Result<ObjectView> DecodeObjectWithDigest(ByteSpan payload, const ObjectExpectation& expect,
+                                          const Digest& data_sha256);
+
+// The header checks against what the receiver knows (location, and the optional component, codec,
+// token count, token start), no digest work: DecodeObject runs them, and a receiver that decoded
+// an object before it knew the token start runs them again once the manifest says it.
+Status CheckObjectExpectation(const ObjectHeader& header, const ObjectExpectation& expect);
+
 // For tools that hold a payload without its MOQT location (kvcs inspect): every check that needs
 // no outside knowledge (structure, lengths, codec, digest). Not enough for an End Subscriber.
 Result<ObjectView> InspectObject(ByteSpan payload);

@@ -468,6 +468,12 @@ def test_demo_small(d):
               "3 upstream subscriptions for 2 consumers"):
         check(s in p.stdout, f"demo output lacks {s}:\n{p.stdout}")
     check(p.stdout.count("0 duplicates, bit-exact") == 2 and "MISMATCHES" not in p.stdout, p.stdout)
+    # The corrupting relay: detected, the pair recovered from the store over KVSP HTTP.
+    for s in ("consumer C (through a corrupting relay): blocks 0..3", "detected: k.raw.s0 10:2",
+              "block 2: http holder http://127.0.0.1:", "moqt live x31",
+              "128/128 (block, layer) verified (4 from the store over KVSP HTTP), 0 recompute, "
+              "bit-exact"):
+        check(s in p.stdout, f"demo output lacks {s}:\n{p.stdout}")
     run("inspect", f"{d}/s.safetensors")
     run("unpack", f"{d}/p", "--out", f"{d}/b.safetensors")
     p = run("demo", "--tokens", 40, "--codec", "int8", "--no-store", "--no-moqt")
@@ -630,6 +636,9 @@ def test_publish_get_round_trip_bit_exact(d):
         g = run("get", *common, "--live", "--layers", "1-1", "--blocks", 1)
         check("layer 1 (segment 0, 1 blocks) verified" in g.stdout, g.stdout)
         check("layer 0 " not in g.stdout, g.stdout)
+        # The codec choice inside the retrieval: only the raw pair is offered, so it is chosen.
+        g = run("get", *common, "--completed", "--layers", "0-1", "--choose-encoding", "--lossy")
+        check("encoding: k+v raw (chosen at" in g.stdout, g.stdout)
         # Another scope finds nothing: a clear error, what to check next.
         run("keygen", "scope", "--out", f"{d}/other.key")
         e = run("get", url, "--insecure", "--tokens", f"{d}/prompt.txt", "--descriptor",

@@ -322,6 +322,81 @@ TEST_F(KvcsStreamE2E, CodecChoiceByTheMeasuredRateAgainstTheCompute) {
   EXPECT_EQ(rest.layers.size(), d_.layers - 1u);  // decoded to bf16 (lossy: not bit-exact)
 }
 
+TEST_F(KvcsStreamE2E, CodecChoiceInsideTheRetrievalBothWays) {
+  // A publication offering the raw pair and kv.fp8-e4m3; the consumer only says its compute time.
+  PublisherConfig c;
+  c.descriptor = d_;
+  c.scope_key = scope_;
+  c.producer_key = producer_;
+  const Encoding fp8{kvsp::Codec::kFp8E4m3, true};
+  c.encodings = {fp8, Encoding{}};  // the raw pair offered second: the choice, not the order
+  auto p = Publisher::Create(&store_, c, tokens_);
+  ASSERT_TRUE(p.ok()) << p.status().ToString();
+  for (uint32_t l = 0; l < d_.layers; ++l) {
+    ASSERT_TRUE((*p)->PublishLayer(l, test::LayerK(d_, l, 0, 12), test::LayerV(d_, l, 0, 12)).ok());
+  }
+  const profile::Namespace ns = (*p)->ns();
+  // A slow model (1 s per token and layer) hides any transfer on this link: the raw pair, exact.
+  Got slow;
+  auto r0 = Start(RetrievalMode::kLive, &slow, tokens_, [&](RetrievalOptions& o) {
+    o.verifier.publication = ns;
+    o.compute_ns_per_token_layer = 1'000'000'000;
+    o.choose_encoding = EncodingChoiceOptions{};
+  });
+  ASSERT_TRUE(RunUntil([&] { return slow.report.has_value(); }));
+  ExpectAllOnce(slow, d_.layers);
+  EXPECT_EQ(slow.report->encoding, Encoding{});
+  EXPECT_GT(slow.report->choice_rate_bytes_per_s, 0);  // measured on the manifest
+  EXPECT_GT(slow.report->data_rate_bytes_per_s, 0);
+  // A fast one (1 ns) is limited by the link, at the rate just measured or at the manifest's:
+  // the fewest bytes, fp8, decoded to bf16 (lossy, so not compared bit for bit).
+  for (double rate : {slow.report->data_rate_bytes_per_s, 0.0}) {
+    Got fast;
+    auto r1 = Start(RetrievalMode::kCompleted, &fast, tokens_, [&](RetrievalOptions& o) {
+      o.verifier.publication = ns;
+      o.compute_ns_per_token_layer = 1;
+      o.min_deadline_ms = 20'000;  // the bound of a 1 ns model is the floor: generous under load
+      o.choose_encoding = EncodingChoiceOptions{};
+      o.choose_encoding->rate_bytes_per_s = rate;
+    });
+    ASSERT_TRUE(RunUntil([&] { return fast.report.has_value(); }));
+    EXPECT_TRUE(fast.report->all_retrieved()) << fast.report->recompute_count();
+    EXPECT_EQ(fast.report->encoding, fp8);
+    EXPECT_EQ(fast.layers.size(), d_.layers);
+    if (rate > 0) EXPECT_EQ(fast.report->choice_rate_bytes_per_s, rate);
+    // Lossless only: the raw pair even for the fast model.
+    Got exact;
+    auto r2 = Start(RetrievalMode::kCompleted, &exact, tokens_, [&](RetrievalOptions& o) {
+      o.verifier.publication = ns;
+      o.compute_ns_per_token_layer = 1;
+      o.min_deadline_ms = 20'000;
+      o.choose_encoding = EncodingChoiceOptions{};
+      o.choose_encoding->allow_lossy = false;
+      o.choose_encoding->rate_bytes_per_s = rate;
+    });
+    ASSERT_TRUE(RunUntil([&] { return exact.report.has_value(); }));
+    EXPECT_TRUE(exact.report->all_retrieved());
+    EXPECT_EQ(exact.report->encoding, Encoding{});
+    EXPECT_EQ(exact.mismatches, 0);
+  }
+}
+
+TEST_F(KvcsStreamE2E, HashingOnWorkerThreadsDeliversEveryLayerOnceJoiningMidProduction) {
+  Produce(11);
+  Got got;
+  auto r = Start(RetrievalMode::kLive, &got, tokens_, [&](RetrievalOptions& o) {
+    o.verify_threads = 2;
+    o.post = [this](std::function<void()> fn) { asio::post(io_, std::move(fn)); };
+  });
+  for (uint32_t l = pub_->next_layer(); l < d_.layers; ++l) {
+    Produce(l + 1);
+    ASSERT_TRUE(RunUntil([&] { return true; }));
+  }
+  ASSERT_TRUE(RunUntil([&] { return got.report.has_value(); }));
+  ExpectAllOnce(got, d_.layers);
+  EXPECT_EQ(got.report->objects_received, 2u * 12 * d_.layers);
+}
+
 // ---------------------------------------------------------------- secure objects (issue 17)
 
 // The publisher encrypts every object (suite = the parameter); consumers decrypt with keyrings
