@@ -34,6 +34,8 @@ struct RelayServerConfig {
   bool upstream_insecure = false;
   // Metrics: "host:port" for GET /metrics (Prometheus text); port 0 picks one; empty: off.
   std::string metrics_listen;
+  // Every session's MoqtSessionConfig::subscriber_stall_ms (0: never cut off).
+  uint64_t subscriber_stall_ms = kDefaultSubscriberStallMs;
   RelayOptions relay;
 };
 
