@@ -985,18 +985,6 @@ void MoqtSessionImpl::EndServedRequest(uint64_t id, StreamResetCode reset, Publi
   MaybePublishDone(id);
 }
 
-bool MoqtSessionImpl::WaitsOnPeer(const IncomingRequest& r) const {
-  if (!r.waiting_groups.empty()) return true;
-  for (const FetchStreamParams& p : pending_fetch_opens_) {
-    if (p.owner == r.id) return true;
-  }
-  for (StreamId sid : r.data_streams) {
-    const transport::Stream* s = t_->GetStreamById(sid);
-    if (s && s->BufferedBytes() > 0) return true;
-  }
-  return false;
-}
-
 void MoqtSessionImpl::CheckStalledPeer() {
   if (config_.subscriber_stall_ms == 0 || closing_) return;
   const uint64_t now = Now();
@@ -1022,13 +1010,27 @@ void MoqtSessionImpl::CheckStalledPeer() {
   if (!stalled_since_ms_) stalled_since_ms_ = now;
   const uint64_t stalled = now - *stalled_since_ms_;
   if (stalled < config_.subscriber_stall_ms) return;
-  // Every request with data waiting for this peer is cut off; those with nothing waiting (a
-  // live subscription between objects) stay, and go the same way once data waits for them.
+  // Every request with data waiting for this peer is cut off: bytes it wrote that the peer
+  // has not acknowledged (on any of its streams, finished ones too), a stream that cannot
+  // write (the connection's budget or the stream's buffer is full), or a stream waiting for
+  // the peer's credit. Those with nothing waiting (a live subscription between objects) stay,
+  // and go the same way once data waits for them.
+  std::set<uint64_t> owners;
+  for (const auto& [group_owner, open] : pending_group_opens_) owners.insert(group_owner);
+  for (const FetchStreamParams& p : pending_fetch_opens_) owners.insert(p.owner);
+  for (const auto& [sid, e] : streams_) {
+    if (e.role != StreamEntry::Role::kDataOut || !e.out_data) continue;
+    const transport::Stream* s = t_->GetStreamById(sid);
+    if (s && (s->BufferedBytes() > 0 || (!e.out_data->finished() && !s->CanWrite()))) {
+      owners.insert(e.out_data->owner());
+    }
+  }
   std::vector<uint64_t> cut;
-  for (const auto& [id, r] : in_requests_) {
+  for (uint64_t id : owners) {
+    auto it = in_requests_.find(id);
     // (A subscription whose track ended waits for its streams to drain: cut off too.)
-    if ((r.kind == RequestKind::kSubscribe || r.kind == RequestKind::kFetch) && r.track &&
-        WaitsOnPeer(r)) {
+    if (it != in_requests_.end() && it->second.track &&
+        (it->second.kind == RequestKind::kSubscribe || it->second.kind == RequestKind::kFetch)) {
       cut.push_back(id);
     }
   }

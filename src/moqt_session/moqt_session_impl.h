@@ -210,9 +210,6 @@ class MoqtSessionImpl : public transport::SessionVisitor,
   // Cuts off one request of a stalled peer: TOO_FAR_BEHIND (streams, PUBLISH_DONE; a fetch's
   // request stream too), then OnSubscriberCutOff.
   void CutOffSlowRequest(uint64_t id, uint64_t stalled_ms);
-  // Whether the request has bytes waiting for the peer (written and not acknowledged, or a
-  // data stream waiting for the peer's stream credit).
-  bool WaitsOnPeer(const IncomingRequest& r) const;
   // Forgets the request's data streams still waiting for uni-stream credit: its subgroup
   // streams only (DropPendingGroupOpens), or those and its fetch/fill streams (DropPendingOpens).
   void DropPendingGroupOpens(IncomingRequest& r);
