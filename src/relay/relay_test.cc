@@ -563,133 +563,127 @@ TEST(RelayTest, ASlowSubscriberDoesNotDelayTheOthers) {
   EXPECT_EQ(slow_sub->got, All(4, 4));
 }
 
+// What the stalled-subscriber tests share: a fake clock running the relay's sessions (and their
+// peers), a stall deadline, small send buffers (what a stalled subscriber has not taken stays
+// with the relay's session, which keeps serving, and pinning, the track), and the parking of a
+// connection that then takes nothing.
+struct StallBench {
+  StallBench() {
+    sc.clock_ms = [this] { return now_ms; };
+    sc.subscriber_stall_ms = 1000;
+    small.stream_send_buffer = 16;
+  }
+  Client Subscriber() { return Connect(net, node, nullptr, {}, nullptr, {}, sc, small); }
+  // The sessions' timers fire `ms` later (as the endpoint ticks them).
+  void Tick(uint64_t ms) {
+    now_ms += ms;
+    for (auto& c : node.conns) c.session->OnTimer();
+    net.Run();
+  }
+  // From now on `c` takes nothing (its connection is not pumped) until Unpark().
+  void Park(const Client& c) {
+    for (auto it = net.pairs.begin(); it != net.pairs.end(); ++it) {
+      if (it->get() == c.pair) {
+        parked = std::move(*it);
+        net.pairs.erase(it);
+        return;
+      }
+    }
+    ADD_FAILURE() << "no such connection";
+  }
+  void Unpark() {
+    net.pairs.push_back(std::move(parked));
+    net.Run();
+  }
+  uint64_t CutOffs() {
+    return node.relay.metrics().refusals[static_cast<int>(Refusal::kSlowSubscriber)].load();
+  }
+  Net net;
+  std::unique_ptr<InMemorySessionPair> parked;  // outlives the node's sessions on it
+  uint64_t now_ms = 0;
+  Node node{Opts("r1")};
+  moqt::MoqtSessionConfig sc;
+  transport::test::InMemoryOptions small;
+};
+
 // The relay's sessions cut off a subscriber that takes none of the data waiting for it for the
 // stall deadline (a fake clock; the sessions' OnTimer as the endpoint ticks it): PUBLISH_DONE
 // TOO_FAR_BEHIND, counted, and the publication it pinned becomes evictable. The others
 // receive everything and are never cut off, however long they are idle.
 TEST(RelayTest, AStalledSubscriberIsCutOffAndReleasesItsPublication) {
-  Net net;
-  uint64_t now_ms = 0;
-  Node node(Opts("r1"));
-  moqt::MoqtSessionConfig sc;
-  sc.clock_ms = [&now_ms] { return now_ms; };
-  sc.subscriber_stall_ms = 1000;
-  // Small send buffers: what a stalled subscriber has not taken stays with the relay's
-  // session, which keeps serving (and pinning) the track.
-  transport::test::InMemoryOptions small;
-  small.stream_send_buffer = 16;
+  StallBench b;
   Publisher pub;
-  pub.Start(net, node);
-  Client slow = Connect(net, node, nullptr, {}, nullptr, {}, sc, small);
+  pub.Start(b.net, b.node);
+  Client slow = b.Subscriber();
   auto slow_sub = std::make_shared<Sub>();
   ASSERT_TRUE(slow.session->Subscribe(Name("k.raw.s0"), JoinFromStart(), slow_sub).ok());
   std::vector<Client> fast_c;
   std::vector<std::shared_ptr<Sub>> fast;
   for (int i = 0; i < 3; ++i) {
-    fast_c.push_back(Connect(net, node, nullptr, {}, nullptr, {}, sc, small));
+    fast_c.push_back(b.Subscriber());
     fast.push_back(std::make_shared<Sub>());
     ASSERT_TRUE(
         fast_c.back().session->Subscribe(Name("k.raw.s0"), JoinFromStart(), fast.back()).ok());
   }
-  net.Run();
-  auto tick = [&](uint64_t ms) {
-    now_ms += ms;
-    for (auto& c : node.conns) c.session->OnTimer();
-    net.Run();
-  };
-  tick(5000);  // idle subscriptions (nothing waits for them) are never cut off
-  // From now on the slow subscriber takes nothing (its connection is not pumped).
-  std::unique_ptr<InMemorySessionPair> parked;
-  for (auto it = net.pairs.begin(); it != net.pairs.end(); ++it) {
-    if (it->get() == slow.pair) {
-      parked = std::move(*it);
-      net.pairs.erase(it);
-      break;
-    }
-  }
-  ASSERT_NE(parked, nullptr);
-  pub.Produce(net, 0, 2, 4);
-  tick(600);
-  pub.Produce(net, 2, 4, 4);
+  b.net.Run();
+  b.Tick(5000);  // idle subscriptions (nothing waits for them) are never cut off
+  b.Park(slow);
+  pub.Produce(b.net, 0, 2, 4);
+  b.Tick(600);
+  pub.Produce(b.net, 2, 4, 4);
   ASSERT_TRUE(pub.track->EndTrack().ok());
-  net.Run();
+  b.net.Run();
   for (auto& f : fast) {
     EXPECT_EQ(f->got, All(4, 4));
     ASSERT_TRUE(f->done && f->done->track_ended);
   }
-  const auto cut = [&] {
-    return node.relay.metrics().refusals[static_cast<int>(Refusal::kSlowSubscriber)].load();
-  };
-  EXPECT_TRUE(node.relay.cache().InUse(kNs));  // pinned by the stalled subscription
-  tick(600);                                   // stalled 600 ms: not yet
-  EXPECT_EQ(cut(), 0u);
-  EXPECT_TRUE(node.relay.cache().InUse(kNs));
-  tick(600);  // stalled 1200 ms: cut off
-  EXPECT_EQ(cut(), 1u);
-  EXPECT_FALSE(node.relay.cache().InUse(kNs));  // evictable again
-  EXPECT_EQ(node.relay.cache().publication_count(), 1u);
-  EXPECT_NE(node.relay.metrics().Render(0, 0).find("cause=\"slow_subscriber\"} 1"),
+  EXPECT_TRUE(b.node.relay.cache().InUse(kNs));  // pinned by the stalled subscription
+  b.Tick(600);                                   // stalled 600 ms: not yet
+  EXPECT_EQ(b.CutOffs(), 0u);
+  EXPECT_TRUE(b.node.relay.cache().InUse(kNs));
+  b.Tick(600);  // stalled 1200 ms: cut off
+  EXPECT_EQ(b.CutOffs(), 1u);
+  EXPECT_FALSE(b.node.relay.cache().InUse(kNs));  // evictable again
+  EXPECT_EQ(b.node.relay.cache().publication_count(), 1u);
+  EXPECT_NE(b.node.relay.metrics().Render(0, 0).find("cause=\"slow_subscriber\"} 1"),
             std::string::npos);
-  tick(5000);
-  EXPECT_EQ(cut(), 1u);  // nobody else
+  b.Tick(5000);
+  EXPECT_EQ(b.CutOffs(), 1u);  // nobody else
   // The slow subscriber, once it reads again, learns why (not a clean end of track), after its
   // wait for the streams PUBLISH_DONE counted (those reset before their header reached it
   // cannot be attributed).
-  net.pairs.push_back(std::move(parked));
-  net.Run();
-  now_ms += moqt::kDefaultPublishDoneWaitMs;
+  b.Unpark();
+  b.now_ms += moqt::kDefaultPublishDoneWaitMs;
   slow.session->OnTimer();
-  net.Run();
+  b.net.Run();
   ASSERT_TRUE(slow_sub->done.has_value());
   EXPECT_FALSE(slow_sub->done->track_ended);
   ASSERT_TRUE(slow_sub->done->status.has_value());
   EXPECT_EQ(*slow_sub->done->status, static_cast<uint64_t>(moqt::PublishDoneCode::kTooFarBehind));
 }
 
-// The same for a FETCH (it pins the publication like a subscription): its stream is reset
+// The same for a FETCH (it pins the publication like a subscription): its streams are reset
 // TOO_FAR_BEHIND, and the fetch is not reported complete.
 TEST(RelayTest, AStalledFetchIsCutOffToo) {
-  Net net;
-  uint64_t now_ms = 0;
-  Node node(Opts("r1"));
-  moqt::MoqtSessionConfig sc;
-  sc.clock_ms = [&now_ms] { return now_ms; };
-  sc.subscriber_stall_ms = 1000;
-  // Small send buffers: what a stalled subscriber has not taken stays with the relay's
-  // session, which keeps serving (and pinning) the track.
-  transport::test::InMemoryOptions small;
-  small.stream_send_buffer = 16;
+  StallBench b;
   Publisher pub;
-  pub.Start(net, node);
-  pub.Produce(net, 0, 2, 3);
+  pub.Start(b.net, b.node);
+  pub.Produce(b.net, 0, 2, 3);
   ASSERT_TRUE(pub.track->EndTrack().ok());  // only the fetch will hold the track
-  net.Run();
-  Client slow = Connect(net, node, nullptr, {}, nullptr, {}, sc, small);
+  b.net.Run();
+  Client slow = b.Subscriber();
   auto fet = std::make_shared<Fet>();
   moqt::FetchOptions fo;
   fo.range = LocationFilter{T::kAbsoluteStartGroupEnd, 0, 0, 1};
   ASSERT_TRUE(slow.session->Fetch(Name("k.raw.s0"), fo, fet).ok());
   slow.pair->RunUntilIdle();  // the FETCH reaches the relay, which asks the publisher ...
-  std::unique_ptr<InMemorySessionPair> parked;
-  for (auto it = net.pairs.begin(); it != net.pairs.end(); ++it) {
-    if (it->get() == slow.pair) {
-      parked = std::move(*it);
-      net.pairs.erase(it);
-      break;
-    }
-  }
-  ASSERT_NE(parked, nullptr);
-  net.Run();  // ... and answers into a connection that takes nothing from now on
-  EXPECT_TRUE(node.relay.cache().InUse(kNs));
-  for (int i = 0; i < 3; ++i) {
-    now_ms += 600;
-    for (auto& c : node.conns) c.session->OnTimer();
-    net.Run();
-  }
-  EXPECT_EQ(node.relay.metrics().refusals[static_cast<int>(Refusal::kSlowSubscriber)].load(), 1u);
-  EXPECT_FALSE(node.relay.cache().InUse(kNs));
-  net.pairs.push_back(std::move(parked));
-  net.Run();
+  b.Park(slow);
+  b.net.Run();  // ... and answers into a connection that takes nothing from now on
+  EXPECT_TRUE(b.node.relay.cache().InUse(kNs));
+  for (int i = 0; i < 3; ++i) b.Tick(600);
+  EXPECT_EQ(b.CutOffs(), 1u);
+  EXPECT_FALSE(b.node.relay.cache().InUse(kNs));
+  b.Unpark();
   ASSERT_TRUE(fet->done.has_value());
   EXPECT_FALSE(fet->done->ok);
 }
