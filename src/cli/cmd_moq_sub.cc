@@ -196,6 +196,7 @@ class Subscriber : public moqt::MoqtSessionCallbacks {
     std::string how = d.track_ended ? "track ended" : "publisher ended the subscription";
     if (d.status) how += " (PUBLISH_DONE status " + std::to_string(*d.status) + ")";
     if (!d.all_streams_received) how += "; some data streams were lost or reset";
+    cut_off_ = d.status == static_cast<uint64_t>(moqt::PublishDoneCode::kTooFarBehind);
     Complete(how);
   }
   void FetchComplete(const moqt::FetchDone& d) {
@@ -331,6 +332,12 @@ class Subscriber : public moqt::MoqtSessionCallbacks {
                 "--verify expects objects published by kvcs moq-pub"));
       return;
     }
+    if (cut_off_) {
+      Done(Fail(kCmd, "cut off by the publisher: too far behind (PUBLISH_DONE TOO_FAR_BEHIND)",
+                "this subscriber took no data for the publisher's stall deadline (kvcs relay "
+                "--subscriber-stall-ms)"));
+      return;
+    }
     Done(duplicates_ > 0 ? Fail(kCmd, std::to_string(duplicates_) + " objects arrived twice") : 0);
   }
 
@@ -380,6 +387,7 @@ class Subscriber : public moqt::MoqtSessionCallbacks {
   std::set<std::pair<uint64_t, uint64_t>> seen_;
   uint64_t objects_ = 0, bytes_ = 0, bad_ = 0, duplicates_ = 0, namespaces_ = 0;
   bool finished_ = false;
+  bool cut_off_ = false;  // PUBLISH_DONE TOO_FAR_BEHIND: the publisher gave up on us
   int rc_ = 0;
 };
 

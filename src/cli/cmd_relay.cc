@@ -35,6 +35,7 @@ struct RelayFlags {
   uint64_t max_sessions = 1024;
   uint64_t max_publications = relay::kDefaultMaxPublications;
   uint64_t upstream_timeout_ms = relay::kDefaultUpstreamTimeoutMs;
+  uint64_t subscriber_stall_ms = relay::kDefaultSubscriberStallMs;
   std::string metrics;
   QuicAdmissionOptions quic;                      // --max-sessions is the total
   HttpAdmissionOptions metrics_http{"metrics-"};  // the metrics endpoint
@@ -93,6 +94,8 @@ Status ApplyConfig(CLI::App* cmd, RelayFlags* f) {
       st = num("--max-publications", &f->max_publications);
     else if (k == "upstream_timeout_ms")
       st = num("--upstream-timeout-ms", &f->upstream_timeout_ms);
+    else if (k == "subscriber_stall_ms")
+      st = num("--subscriber-stall-ms", &f->subscriber_stall_ms);
     else if (k == "metrics")
       st = str("--metrics", &f->metrics);
     else if (k == "keys") {
@@ -140,6 +143,7 @@ int Run(CLI::App* cmd, RelayFlags f) {
   c.relay.cache_bytes = f.cache_mib << 20;
   c.relay.max_publications = f.max_publications;
   c.relay.upstream_timeout_ms = f.upstream_timeout_ms;
+  c.subscriber_stall_ms = f.subscriber_stall_ms;
   if (!f.upstream_token.empty()) {
     auto tok = ReadSmallFile(f.upstream_token, auth::kMaxTokenBytes + 2);
     if (!tok.ok()) return Fail(kCmd, "--upstream-token: " + tok.status().message());
@@ -174,6 +178,8 @@ int Run(CLI::App* cmd, RelayFlags f) {
   boost::asio::io_context io;
   relay::RelayServer::Log log;
   if (f.verbose) log = [](const std::string& line) { std::cerr << "relay: " << line << "\n"; };
+  // Notable events (a slow subscriber cut off) are logged with or without -v.
+  c.relay.log = [](const std::string& line) { std::cerr << "relay: " << line << std::endl; };
   auto server = relay::RelayServer::Start(io, c, log);
   if (!server.ok()) {
     return Fail(kCmd, server.status().message(),
@@ -232,6 +238,10 @@ RunFn Setup(CLI::App& app) {
       ->capture_default_str();
   cmd->add_option("--upstream-timeout-ms", f->upstream_timeout_ms,
                   "how long a request waits for the upstream's answer")
+      ->capture_default_str();
+  cmd->add_option("--subscriber-stall-ms", f->subscriber_stall_ms,
+                  "cut off (PUBLISH_DONE TOO_FAR_BEHIND) a subscriber that took none of the data "
+                  "waiting for it for this long, releasing its publication (0: never)")
       ->capture_default_str();
   cmd->add_option("--metrics", f->metrics, "HOST:PORT for GET /metrics (Prometheus text)");
   f->quic.Add(cmd, /*total_flag=*/"");

@@ -132,6 +132,10 @@ class ForwardingCallbacks : public MoqtSessionCallbacks {
                                                    const std::vector<AuthToken>& tokens) override {
     return app_ ? app_->AuthorizeRequest(type, track, tokens) : std::nullopt;
   }
+  void OnSubscriberCutOff(MessageType type, const FullTrackName& track, uint64_t request_id,
+                          uint64_t stalled_ms) override {
+    if (app_) app_->OnSubscriberCutOff(type, track, request_id, stalled_ms);
+  }
 
  private:
   MoqtSessionCallbacks* app_ = nullptr;

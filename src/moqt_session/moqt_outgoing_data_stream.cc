@@ -44,7 +44,7 @@ void OutgoingDataStream::WriteHeader(transport::Stream& s, const Track& track) {
   Bytes header;
   if (!fetch_) {
     (void)AppendSubgroupHeader(*header_, &header, wire_);
-    (void)s.Write(header, false);
+    (void)Put(s, header, false);
     return;
   }
   const FetchStreamParams& f = *fetch_;
@@ -59,7 +59,7 @@ void OutgoingDataStream::WriteHeader(transport::Stream& s, const Track& track) {
       cursor_ = m.location;
     }
   }
-  (void)s.Write(header, false);
+  (void)Put(s, header, false);
 }
 
 void OutgoingDataStream::Pump(transport::Stream& s, const IncomingRequest& owner) {
@@ -80,7 +80,7 @@ void OutgoingDataStream::PumpSubgroup(transport::Stream& s, const IncomingReques
         s.ResetWithCode(static_cast<uint64_t>(StreamResetCode::kTooFarBehind));
         Finish();
       } else if (track.GroupEnded(group_) || track.ended()) {
-        (void)s.Write({}, true);  // the group's end was not in our range: just FIN
+        (void)Put(s, {}, true);  // the group's end was not in our range: just FIN
         Finish();
       }
       return;
@@ -90,7 +90,7 @@ void OutgoingDataStream::PumpSubgroup(transport::Stream& s, const IncomingReques
     bool skip = false;
     if (!sub.live.Contains(o->location)) {
       if (sub.live.end && o->location > *sub.live.end) {
-        (void)s.Write({}, true);
+        (void)Put(s, {}, true);
         Finish();
         return;
       }
@@ -117,7 +117,7 @@ void OutgoingDataStream::PumpSubgroup(transport::Stream& s, const IncomingReques
       return;
     }
     bool last = o->status != ObjectStatus::kNormal;
-    if (!s.Write(header, last).ok()) return;
+    if (!Put(s, header, last).ok()) return;
     session_->ObjectSent(o->payload->size());
     if (last) {
       Finish();
@@ -127,17 +127,23 @@ void OutgoingDataStream::PumpSubgroup(transport::Stream& s, const IncomingReques
   }
 }
 
+Status OutgoingDataStream::Put(transport::Stream& s, ByteSpan data, bool fin) {
+  Status st = s.Write(data, fin);
+  if (st.ok()) written_bytes_ += data.size();
+  return st;
+}
+
 bool OutgoingDataStream::WritePayload(transport::Stream& s,
                                       const std::shared_ptr<const Bytes>& payload) {
   if (payload->empty()) return true;
-  if (s.CanWrite() && s.Write(*payload, false).ok()) return true;
+  if (s.CanWrite() && Put(s, *payload, false).ok()) return true;
   pending_payload_ = payload;  // resumed by FlushPendingPayload on the next pump
   return false;
 }
 
 bool OutgoingDataStream::FlushPendingPayload(transport::Stream& s) {
   if (!pending_payload_) return true;
-  if (!s.CanWrite() || !s.Write(*pending_payload_, false).ok()) return false;
+  if (!s.CanWrite() || !Put(s, *pending_payload_, false).ok()) return false;
   pending_payload_.reset();
   return true;
 }
@@ -206,7 +212,7 @@ void OutgoingDataStream::PumpFetch(transport::Stream& s, const Track& track) {
       if (!track.KnownThrough(need)) return;
     }
     if (!o) {
-      (void)s.Write({}, true);
+      (void)Put(s, {}, true);
       Finish();
       return;
     }
@@ -231,7 +237,7 @@ void OutgoingDataStream::PumpFetch(transport::Stream& s, const Track& track) {
       Finish();
       return;
     }
-    if (!s.Write(header, false).ok()) return;
+    if (!Put(s, header, false).ok()) return;
     session_->ObjectSent(o->payload->size());
     if (!WritePayload(s, o->payload)) return;
   }

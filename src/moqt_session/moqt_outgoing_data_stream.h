@@ -62,6 +62,9 @@ class OutgoingDataStream {
   bool is_fetch() const { return fetch_.has_value(); }
   uint64_t group() const { return group_; }  // a subgroup stream's group
   bool finished() const { return finished_; }
+  // Bytes written into the transport stream so far (headers and payloads). Minus the stream's
+  // BufferedBytes(): what the peer has taken (the session's slow-subscriber watch).
+  uint64_t written_bytes() const { return written_bytes_; }
   void MarkFinished() { finished_ = true; }
 
  private:
@@ -77,11 +80,14 @@ class OutgoingDataStream {
   bool WritePayload(transport::Stream& s, const std::shared_ptr<const Bytes>& payload);
   bool FlushPendingPayload(transport::Stream& s);
   void Finish() { session_->OutgoingDataStreamFinished(*this); }
+  // Every write goes through here (counts written_bytes_).
+  Status Put(transport::Stream& s, ByteSpan data, bool fin);
 
   SessionToDataStreamInterface* session_;
   transport::StreamId id_;
   uint64_t owner_;  // IncomingRequest id
   bool finished_ = false;
+  uint64_t written_bytes_ = 0;
   // subgroup
   uint64_t group_ = 0;
   uint64_t next_object_ = 0;

@@ -101,6 +101,7 @@ struct IncomingRequest {
   uint64_t streams_opened = 0;
   bool done_pending = false;
   PublishDoneCode done_code = PublishDoneCode::kTrackEnded;
+  std::string done_reason;  // PUBLISH_DONE's reason when not the default one
   // fetch
   transport::StreamId fetch_stream = 0;
   // namespace subscription / publish namespace

@@ -451,6 +451,7 @@ void MoqtSessionImpl::OnStreamGone(StreamId id) {
   StreamEntry& e = it->second;
   if (e.parked && parked_data_) --parked_data_;
   if (e.in) e.in->ReleasePayload();
+  if (e.out_data) retired_written_ += e.out_data->written_bytes();  // taken (or reset)
   if (!t_->IsOpen()) {  // the session is going away: OnSessionClosed reports the rest
     streams_.erase(it);
     return;
@@ -959,22 +960,118 @@ void MoqtSessionImpl::EndRequestsOnFailedTrack(Track& track) {
   std::vector<uint64_t> reqs(it->second.second.begin(), it->second.second.end());
   for (uint64_t rid : reqs) {
     if (closing_) return;
-    auto rit = in_requests_.find(rid);
-    if (rit == in_requests_.end()) continue;
-    IncomingRequest& r = rit->second;
-    std::vector<StreamId> ds(r.data_streams.begin(), r.data_streams.end());
-    for (StreamId sid : ds) CancelDataOut(sid);
-    r.data_streams.clear();
-    r.group_streams.clear();
-    DropPendingOpens(r);
-    if (r.kind == RequestKind::kFetch) {
-      EndIncomingRequest(rid, false);
-      continue;
-    }
-    r.done_pending = true;
-    r.done_code = code;
-    MaybePublishDone(rid);
+    EndServedRequest(rid, StreamResetCode::kCancelled, code, "");
   }
+}
+
+void MoqtSessionImpl::EndServedRequest(uint64_t id, StreamResetCode reset, PublishDoneCode code,
+                                       std::string reason) {
+  auto rit = in_requests_.find(id);
+  if (rit == in_requests_.end()) return;
+  IncomingRequest& r = rit->second;
+  std::vector<StreamId> ds(r.data_streams.begin(), r.data_streams.end());
+  for (StreamId sid : ds) CancelDataOut(sid, reset);
+  r.data_streams.clear();
+  r.group_streams.clear();
+  DropPendingOpens(r);
+  if (r.kind == RequestKind::kFetch) {
+    EndIncomingRequest(id, false);
+    return;
+  }
+  r.forward = false;  // no new subgroup streams
+  r.done_pending = true;
+  r.done_code = code;
+  r.done_reason = std::move(reason);
+  MaybePublishDone(id);
+}
+
+void MoqtSessionImpl::CheckStalledPeer() {
+  if (config_.subscriber_stall_ms == 0 || closing_) return;
+  const uint64_t now = Now();
+  // What the peer has taken of our data streams (written minus still buffered), and whether
+  // any bytes wait for it.
+  uint64_t taken = retired_written_;
+  bool waiting = !pending_group_opens_.empty() || !pending_fetch_opens_.empty();
+  for (auto& [sid, e] : streams_) {
+    if (e.role != StreamEntry::Role::kDataOut || !e.out_data) continue;
+    const transport::Stream* s = t_->GetStreamById(sid);
+    const uint64_t written = e.out_data->written_bytes();
+    const uint64_t buffered = s ? std::min<uint64_t>(s->BufferedBytes(), written) : 0;
+    taken += written - buffered;
+    waiting = waiting || buffered > 0;
+  }
+  const bool progress = taken != last_taken_;
+  last_taken_ = taken;
+  if (!waiting || progress) {
+    stalled_since_ms_.reset();
+    if (waiting) stalled_since_ms_ = now;
+    return;
+  }
+  if (!stalled_since_ms_) stalled_since_ms_ = now;
+  const uint64_t stalled = now - *stalled_since_ms_;
+  if (stalled < config_.subscriber_stall_ms) return;
+  // Every request with data waiting for this peer is cut off: bytes it wrote that the peer
+  // has not acknowledged (on any of its streams, finished ones too), a stream that cannot
+  // write (the connection's budget or the stream's buffer is full), or a stream waiting for
+  // the peer's credit. Those with nothing waiting (a live subscription between objects) stay,
+  // and go the same way once data waits for them.
+  std::set<uint64_t> owners;
+  for (const auto& [group_owner, open] : pending_group_opens_) owners.insert(group_owner);
+  for (const FetchStreamParams& p : pending_fetch_opens_) owners.insert(p.owner);
+  for (const auto& [sid, e] : streams_) {
+    if (e.role != StreamEntry::Role::kDataOut || !e.out_data) continue;
+    const transport::Stream* s = t_->GetStreamById(sid);
+    if (s && (s->BufferedBytes() > 0 || (!e.out_data->finished() && !s->CanWrite()))) {
+      owners.insert(e.out_data->owner());
+    }
+  }
+  std::vector<uint64_t> cut;
+  for (uint64_t id : owners) {
+    auto it = in_requests_.find(id);
+    // (A subscription whose track ended waits for its streams to drain: cut off too.)
+    if (it != in_requests_.end() && it->second.track &&
+        (it->second.kind == RequestKind::kSubscribe || it->second.kind == RequestKind::kFetch)) {
+      cut.push_back(id);
+    }
+  }
+  for (uint64_t id : cut) {
+    if (closing_) return;
+    CutOffSlowRequest(id, stalled);
+  }
+}
+
+void MoqtSessionImpl::CutOffSlowRequest(uint64_t id, uint64_t stalled_ms) {
+  auto it = in_requests_.find(id);
+  if (it == in_requests_.end()) return;
+  const MessageType type =
+      it->second.kind == RequestKind::kFetch ? MessageType::kFetch : MessageType::kSubscribe;
+  const FullTrackName name = it->second.track->name();
+  // Its streams that wrote their last byte but still wait for the peer go too: the peer must
+  // not take a later End of Track for a whole delivery.
+  std::vector<StreamId> tails;
+  for (const auto& [sid, e] : streams_) {
+    if (e.role == StreamEntry::Role::kDataOut && e.out_data && e.out_data->finished() &&
+        e.out_data->owner() == id) {
+      tails.push_back(sid);
+    }
+  }
+  for (StreamId sid : tails) {
+    transport::Stream* s = TStream(sid);
+    if (s && s->BufferedBytes() > 0) {
+      s->ResetWithCode(static_cast<uint64_t>(StreamResetCode::kTooFarBehind));
+    }
+  }
+  if (type == MessageType::kFetch) {
+    // Its FETCH_OK (with FIN) is still on its way: reset the request stream too, so the
+    // subscriber learns the fetch failed even if its data stream's header never reached it.
+    if (transport::Stream* s = TStream(it->second.stream)) {
+      s->ResetWithCode(static_cast<uint64_t>(StreamResetCode::kTooFarBehind));
+    }
+  }
+  EndServedRequest(
+      id, StreamResetCode::kTooFarBehind, PublishDoneCode::kTooFarBehind,
+      "too far behind: the subscriber took nothing for " + std::to_string(stalled_ms) + " ms");
+  if (cb_) cb_->OnSubscriberCutOff(type, name, id, stalled_ms);
 }
 
 void MoqtSessionImpl::OnObjectAdded(Track& track, const PublishedObject& o) {
@@ -1100,7 +1197,9 @@ void MoqtSessionImpl::MaybePublishDone(uint64_t sub_id) {
   PublishDone done;
   done.status_code = static_cast<uint64_t>(r.done_code);
   done.stream_count = r.streams_opened;
-  done.reason = r.done_code == PublishDoneCode::kTrackEnded ? "track ended" : "done";
+  done.reason = !r.done_reason.empty()                        ? r.done_reason
+                : r.done_code == PublishDoneCode::kTrackEnded ? "track ended"
+                                                              : "done";
   (void)SendControl(r.stream, done, true);
   EndIncomingRequest(sub_id, false);
 }
@@ -1120,9 +1219,9 @@ void MoqtSessionImpl::EndIncomingRequest(uint64_t id, bool reset_streams) {
   in_requests_.erase(id);
 }
 
-void MoqtSessionImpl::CancelDataOut(StreamId sid) {
+void MoqtSessionImpl::CancelDataOut(StreamId sid, StreamResetCode code) {
   if (transport::Stream* s = TStream(sid)) {
-    s->ResetWithCode(static_cast<uint64_t>(StreamResetCode::kCancelled));
+    s->ResetWithCode(static_cast<uint64_t>(code));
   }
   if (StreamEntry* e = Entry(sid); e && e->out_data) e->out_data->MarkFinished();
 }
@@ -2156,6 +2255,8 @@ void MoqtSessionImpl::OnTimer() {
     Close(SessionError::kGoawayTimeout, "GOAWAY timeout");
     return;
   }
+  CheckStalledPeer();
+  if (closing_) return;
   std::vector<uint64_t> ids;
   for (auto& [id, r] : out_requests_) {
     if (r.kind == RequestKind::kSubscribe && r.done) ids.push_back(id);

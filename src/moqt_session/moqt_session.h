@@ -78,6 +78,15 @@ struct MoqtSessionConfig {
   // owner calls MoqtSession::OnTimer() to let deadlines fire. Default: always 0.
   std::function<uint64_t()> clock_ms;
   uint64_t publish_done_wait_ms = kDefaultPublishDoneWaitMs;
+  // Slow subscribers (publisher side): when the peer has taken none of our data-stream bytes
+  // for this long while some were waiting for it (written and not acknowledged, or waiting for
+  // room to be written or for its stream credit), every subscription and fetch of this session
+  // with data waiting is cut off: PUBLISH_DONE TOO_FAR_BEHIND (draft-22 §16), its data streams
+  // reset TOO_FAR_BEHIND (a fetch: its streams), and the track released. Measured per
+  // session: QUIC flow and congestion control are per connection, and one stream starved by
+  // the peer's own higher-priority streams must not count as stalled. 0: never (the default;
+  // `kvcs relay` sets it). Needs clock_ms and OnTimer.
+  uint64_t subscriber_stall_ms = 0;
 };
 
 // How an object reached us.
@@ -189,6 +198,10 @@ class MoqtSessionCallbacks {
                                                            const std::vector<AuthToken>& tokens) {
     return {};
   }
+  // A subscription (`type` kSubscribe) or fetch (kFetch) we served was cut off because the
+  // peer took nothing for `stalled_ms` (MoqtSessionConfig::subscriber_stall_ms).
+  virtual void OnSubscriberCutOff(MessageType type, const FullTrackName& track, uint64_t request_id,
+                                  uint64_t stalled_ms) {}
 };
 
 struct SubscribeOptions {

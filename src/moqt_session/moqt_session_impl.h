@@ -199,8 +199,17 @@ class MoqtSessionImpl : public transport::SessionVisitor,
   void DataOutFinished(OutgoingDataStream& d);
   void MaybePublishDone(uint64_t sub_id);
   void EndIncomingRequest(uint64_t id, bool reset_streams);
-  // Resets one of our data streams (CANCELLED); the pump treats it as finished.
-  void CancelDataOut(StreamId sid);
+  // Resets one of our data streams (CANCELLED, or `code`); the pump treats it as finished.
+  void CancelDataOut(StreamId sid, StreamResetCode code = StreamResetCode::kCancelled);
+  // Ends a subscription or fetch we serve: its data streams reset with `reset`, a subscription
+  // then gets PUBLISH_DONE `code` (`reason`), a fetch just ends.
+  void EndServedRequest(uint64_t id, StreamResetCode reset, PublishDoneCode code,
+                        std::string reason);
+  // ---- slow subscribers (MoqtSessionConfig::subscriber_stall_ms), from OnTimer
+  void CheckStalledPeer();
+  // Cuts off one request of a stalled peer: TOO_FAR_BEHIND (streams, PUBLISH_DONE; a fetch's
+  // request stream too), then OnSubscriberCutOff.
+  void CutOffSlowRequest(uint64_t id, uint64_t stalled_ms);
   // Forgets the request's data streams still waiting for uni-stream credit: its subgroup
   // streams only (DropPendingGroupOpens), or those and its fetch/fill streams (DropPendingOpens).
   void DropPendingGroupOpens(IncomingRequest& r);
@@ -264,6 +273,12 @@ class MoqtSessionImpl : public transport::SessionVisitor,
   std::map<Track*, std::pair<std::shared_ptr<Track>, std::set<uint64_t>>> served_;
   std::deque<FetchStreamParams> pending_fetch_opens_;
   std::deque<std::pair<uint64_t, std::pair<uint64_t, uint64_t>>> pending_group_opens_;
+  // The slow-subscriber watch: data-stream bytes written by streams already gone (counted as
+  // taken), what the peer had taken at the last check, and since when it has taken nothing
+  // while bytes were waiting for it.
+  uint64_t retired_written_ = 0;
+  uint64_t last_taken_ = 0;
+  std::optional<uint64_t> stalled_since_ms_;
 };
 
 }  // namespace kvcs::moqt

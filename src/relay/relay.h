@@ -47,6 +47,12 @@ inline constexpr size_t kMaxRelayPathHops = 16;
 inline constexpr size_t kDefaultMaxAnnouncements = 4096;
 // How long a request waits for its upstream's answer before it is refused with TIMEOUT.
 inline constexpr uint64_t kDefaultUpstreamTimeoutMs = 10'000;
+// How long a subscriber may take none of the data waiting for it before its subscriptions and
+// fetches are cut off (MoqtSessionConfig::subscriber_stall_ms; RelayServerConfig). A healthy
+// peer takes data within round trips; 10 s is far beyond a consumer's pauses, and below the
+// QUIC idle timeout (30 s), so a stalled subscriber releases its publication (and is counted
+// as such) before its connection would be declared dead.
+inline constexpr uint64_t kDefaultSubscriberStallMs = 10'000;
 
 struct RelayOptions {
   std::string relay_id;  // unique per relay, no ','; empty: a random one
@@ -65,6 +71,8 @@ struct RelayOptions {
   // Wall-clock seconds for token expiry; monotonic milliseconds for LRU and deadlines.
   std::function<int64_t()> clock_s;
   std::function<uint64_t()> clock_ms;
+  // One line per notable event (a slow subscriber cut off); null: quiet.
+  std::function<void(const std::string&)> log;
 };
 
 class RelayPeer;
@@ -119,6 +127,9 @@ class Relay : public moqt::TrackSource {
   };
 
   uint64_t NowMs() const { return options_.clock_ms ? options_.clock_ms() : 0; }
+  void Log(const std::string& line) const {
+    if (options_.log) options_.log(line);
+  }
   int64_t NowS() const { return options_.clock_s ? options_.clock_s() : 0; }
   std::optional<Route> RouteFor(const moqt::TrackNamespace& ns) const;
   // The relay path of a request: the ids in its path token (empty when none).

@@ -23,6 +23,8 @@ const char* RefusalName(Refusal r) {
       return "timeout";
     case Refusal::kUpstreamError:
       return "upstream_error";
+    case Refusal::kSlowSubscriber:
+      return "slow_subscriber";
     case Refusal::kCount:
       break;
   }

@@ -19,6 +19,7 @@ enum class Refusal : int {
   kTooMany,           // publications or namespaces over their bounds
   kTimeout,           // the upstream did not answer in time
   kUpstreamError,     // the upstream refused (its code is passed on)
+  kSlowSubscriber,    // a subscription or fetch cut off: its subscriber took nothing in time
   kCount
 };
 const char* RefusalName(Refusal r);

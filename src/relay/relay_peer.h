@@ -38,6 +38,9 @@ class RelayPeer : public moqt::MoqtSessionCallbacks {
   std::optional<moqt::RequestErrorCode> OnPublishNamespace(const moqt::TrackNamespace& ns) override;
   void OnPublishNamespaceDone(const moqt::TrackNamespace& ns) override;
   void OnSessionClosed(uint64_t code, const std::string& reason, bool by_peer) override;
+  // Counted (refusals_total{cause="slow_subscriber"}) and logged.
+  void OnSubscriberCutOff(moqt::MessageType type, const moqt::FullTrackName& track,
+                          uint64_t request_id, uint64_t stalled_ms) override;
 
  private:
   Relay* relay_;

@@ -167,6 +167,7 @@ Result<std::unique_ptr<RelayServer>> RelayServer::Start(boost::asio::io_context&
   RelayOptions ro = p->config.relay;
   if (!ro.clock_ms) ro.clock_ms = SteadyMs;
   if (!ro.clock_s) ro.clock_s = WallS;
+  if (!ro.log && p->log) ro.log = p->log;
   p->relay = std::make_unique<Relay>(std::move(ro));
   moqt::MoqtServerConfig sc;
   sc.quic.host = p->config.listen_host;
@@ -177,6 +178,7 @@ Result<std::unique_ptr<RelayServer>> RelayServer::Start(boost::asio::io_context&
   sc.quic.admission = p->config.admission;
   sc.quic.require_retry = p->config.require_retry;
   sc.session.implementation = "kvcs-relay/0.1 " + p->relay->id();
+  sc.session.subscriber_stall_ms = p->config.subscriber_stall_ms;
   auto server = moqt::MoqtServer::Create(
       io, sc, p->relay.get(),
       [p](const moqt::MoqtServerSessionInfo& i) {

@@ -41,6 +41,8 @@ struct RelayServerConfig {
   // Metrics: "host:port" for GET /metrics (Prometheus text); port 0 picks one; empty: off.
   std::string metrics_listen;
   http::Limits metrics_limits;  // the metrics endpoint's admission limits
+  // Every session's MoqtSessionConfig::subscriber_stall_ms (0: never cut off).
+  uint64_t subscriber_stall_ms = kDefaultSubscriberStallMs;
   RelayOptions relay;
 };
 

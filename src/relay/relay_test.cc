@@ -106,10 +106,11 @@ struct Client {
 
 // The relay's end of a new in-memory connection (its server session).
 InMemorySessionPair& ServeNewConnection(Net& net, Node& node,
-                                        transport::test::InMemoryOptions client_opts = {}) {
-  net.pairs.push_back(std::make_unique<InMemorySessionPair>(client_opts));
+                                        transport::test::InMemoryOptions client_opts = {},
+                                        moqt::MoqtSessionConfig sc = {},
+                                        transport::test::InMemoryOptions server_opts = {}) {
+  net.pairs.push_back(std::make_unique<InMemorySessionPair>(client_opts, server_opts));
   InMemorySessionPair& p = *net.pairs.back();
-  moqt::MoqtSessionConfig sc;
   sc.perspective = moqt::Perspective::kServer;
   Node::Conn conn;
   // The server session needs its callbacks at construction; the callbacks want the session:
@@ -135,6 +136,10 @@ InMemorySessionPair& ServeNewConnection(Net& net, Node& node,
         const std::vector<moqt::AuthToken>& k) override {
       return to->AuthorizeRequest(t, n, k);
     }
+    void OnSubscriberCutOff(moqt::MessageType t, const moqt::FullTrackName& n, uint64_t id,
+                            uint64_t ms) override {
+      to->OnSubscriberCutOff(t, n, id, ms);
+    }
   };
   auto shim = std::make_unique<Shim>();
   conn.session = std::make_unique<MoqtSession>(&p.server(), sc, shim.get(), &node.relay);
@@ -147,13 +152,16 @@ InMemorySessionPair& ServeNewConnection(Net& net, Node& node,
 
 Client Connect(Net& net, Node& node, moqt::TrackSource* source,
                std::vector<moqt::AuthToken> tokens = {}, moqt::MoqtSessionCallbacks* cb = nullptr,
-               transport::test::InMemoryOptions client_opts = {}) {
-  InMemorySessionPair& p = ServeNewConnection(net, node, client_opts);
+               transport::test::InMemoryOptions client_opts = {},
+               moqt::MoqtSessionConfig server_config = {},
+               transport::test::InMemoryOptions server_opts = {}) {
+  InMemorySessionPair& p = ServeNewConnection(net, node, client_opts, server_config, server_opts);
   Client c;
   c.pair = &p;
   moqt::MoqtSessionConfig cc;
   cc.perspective = moqt::Perspective::kClient;
   cc.setup_auth_tokens = std::move(tokens);
+  cc.clock_ms = server_config.clock_ms;  // a test's fake clock runs both ends
   c.session = std::make_unique<MoqtSession>(&p.client(), cc, cb ? cb : c.cb.get(), source);
   p.Connect();
   net.Run();
@@ -452,6 +460,63 @@ TEST(RelayTest, MalformedInputClosesOnlyThatSession) {
   ASSERT_TRUE(sub->done && sub->done->track_ended);
 }
 
+// A FETCH whose range ends in the group being produced returns the objects up to the Largest
+// Object at the time of the FETCH (draft-22 §11) without waiting for the next group to start:
+// whether the relay's feed started before production, within the open group, or by the FETCH.
+TEST(RelayTest, AFetchEndingInTheGroupBeingProducedDoesNotWaitForTheNextGroup) {
+  for (int when = 0; when < 6; ++when) {
+    SCOPED_TRACE(when);
+    Net net;
+    Node root(Opts("root")), node(Opts("r1"));
+    Client up;
+    Publisher pub;
+    if (when >= 3) {  // through a chain: publisher at the root
+      up = Connect(net, root, &node.relay);
+      node.relay.SetUpstream(up.session.get());
+      net.Run();
+      pub.Start(net, root);
+    } else {
+      pub.Start(net, node);
+    }
+    Client s = Connect(net, node, nullptr);
+    auto sub = std::make_shared<Sub>();
+    if (when % 3 == 0) {  // the feed starts before production
+      ASSERT_TRUE(s.session->Subscribe(Name("k.raw.s0"), JoinFromStart(), sub).ok());
+      net.Run();
+    }
+    pub.Produce(net, 0, 1, 3);
+    ASSERT_TRUE(pub.track->StartGroup(1).ok());
+    auto append = [&](uint64_t o) {
+      std::string p = Payload(1, o);
+      ASSERT_TRUE(
+          pub.track->AppendObject(ByteSpan(reinterpret_cast<const uint8_t*>(p.data()), p.size()))
+              .ok());
+      net.Run();
+    };
+    append(0);
+    if (when % 3 == 1) {  // the feed starts within the open group, which goes on live
+      ASSERT_TRUE(s.session->Subscribe(Name("k.raw.s0"), JoinFromStart(), sub).ok());
+      net.Run();
+    }
+    append(1);
+    // when == 2: the FETCH itself starts the feed.
+    auto fet = std::make_shared<Fet>();
+    moqt::FetchOptions fo;
+    fo.range = LocationFilter{T::kAbsoluteStartGroupEnd, 0, 0, 1};  // groups 0..1
+    ASSERT_TRUE(s.session->Fetch(Name("k.raw.s0"), fo, fet).ok());
+    net.Run();
+    ASSERT_TRUE(fet->done.has_value()) << "the FETCH waits for group 2";
+    EXPECT_TRUE(fet->done->ok);
+    EXPECT_EQ(fet->got, (std::vector<Location>{{0, 0}, {0, 1}, {0, 2}, {1, 0}, {1, 1}}));
+    ASSERT_TRUE(fet->done->end_location.has_value());
+    EXPECT_EQ(*fet->done->end_location, (Location{1, 1}));
+    append(2);  // production goes on; the subscription still gets everything
+    ASSERT_TRUE(pub.track->EndTrack().ok());
+    net.Run();
+    if (when % 3 < 2) EXPECT_EQ(sub->got.size(), 6u);
+  }
+}
+
 // A subscriber that stops reading (its connection is never pumped again: the relay's writes
 // to it stay in its bounded send buffers) neither delays the others nor stops the relay.
 TEST(RelayTest, ASlowSubscriberDoesNotDelayTheOthers) {
@@ -496,6 +561,131 @@ TEST(RelayTest, ASlowSubscriberDoesNotDelayTheOthers) {
   net.pairs.push_back(std::move(parked));  // let it drain at the end: it gets everything too
   net.Run();
   EXPECT_EQ(slow_sub->got, All(4, 4));
+}
+
+// What the stalled-subscriber tests share: a fake clock running the relay's sessions (and their
+// peers), a stall deadline, small send buffers (what a stalled subscriber has not taken stays
+// with the relay's session, which keeps serving, and pinning, the track), and the parking of a
+// connection that then takes nothing.
+struct StallBench {
+  StallBench() {
+    sc.clock_ms = [this] { return now_ms; };
+    sc.subscriber_stall_ms = 1000;
+    small.stream_send_buffer = 16;
+  }
+  Client Subscriber() { return Connect(net, node, nullptr, {}, nullptr, {}, sc, small); }
+  // The sessions' timers fire `ms` later (as the endpoint ticks them).
+  void Tick(uint64_t ms) {
+    now_ms += ms;
+    for (auto& c : node.conns) c.session->OnTimer();
+    net.Run();
+  }
+  // From now on `c` takes nothing (its connection is not pumped) until Unpark().
+  void Park(const Client& c) {
+    for (auto it = net.pairs.begin(); it != net.pairs.end(); ++it) {
+      if (it->get() == c.pair) {
+        parked = std::move(*it);
+        net.pairs.erase(it);
+        return;
+      }
+    }
+    ADD_FAILURE() << "no such connection";
+  }
+  void Unpark() {
+    net.pairs.push_back(std::move(parked));
+    net.Run();
+  }
+  uint64_t CutOffs() {
+    return node.relay.metrics().refusals[static_cast<int>(Refusal::kSlowSubscriber)].load();
+  }
+  Net net;
+  std::unique_ptr<InMemorySessionPair> parked;  // outlives the node's sessions on it
+  uint64_t now_ms = 0;
+  Node node{Opts("r1")};
+  moqt::MoqtSessionConfig sc;
+  transport::test::InMemoryOptions small;
+};
+
+// The relay's sessions cut off a subscriber that takes none of the data waiting for it for the
+// stall deadline (a fake clock; the sessions' OnTimer as the endpoint ticks it): PUBLISH_DONE
+// TOO_FAR_BEHIND, counted, and the publication it pinned becomes evictable. The others
+// receive everything and are never cut off, however long they are idle.
+TEST(RelayTest, AStalledSubscriberIsCutOffAndReleasesItsPublication) {
+  StallBench b;
+  Publisher pub;
+  pub.Start(b.net, b.node);
+  Client slow = b.Subscriber();
+  auto slow_sub = std::make_shared<Sub>();
+  ASSERT_TRUE(slow.session->Subscribe(Name("k.raw.s0"), JoinFromStart(), slow_sub).ok());
+  std::vector<Client> fast_c;
+  std::vector<std::shared_ptr<Sub>> fast;
+  for (int i = 0; i < 3; ++i) {
+    fast_c.push_back(b.Subscriber());
+    fast.push_back(std::make_shared<Sub>());
+    ASSERT_TRUE(
+        fast_c.back().session->Subscribe(Name("k.raw.s0"), JoinFromStart(), fast.back()).ok());
+  }
+  b.net.Run();
+  b.Tick(5000);  // idle subscriptions (nothing waits for them) are never cut off
+  b.Park(slow);
+  pub.Produce(b.net, 0, 2, 4);
+  b.Tick(600);
+  pub.Produce(b.net, 2, 4, 4);
+  ASSERT_TRUE(pub.track->EndTrack().ok());
+  b.net.Run();
+  for (auto& f : fast) {
+    EXPECT_EQ(f->got, All(4, 4));
+    ASSERT_TRUE(f->done && f->done->track_ended);
+  }
+  EXPECT_TRUE(b.node.relay.cache().InUse(kNs));  // pinned by the stalled subscription
+  b.Tick(600);                                   // stalled 600 ms: not yet
+  EXPECT_EQ(b.CutOffs(), 0u);
+  EXPECT_TRUE(b.node.relay.cache().InUse(kNs));
+  b.Tick(600);  // stalled 1200 ms: cut off
+  EXPECT_EQ(b.CutOffs(), 1u);
+  EXPECT_FALSE(b.node.relay.cache().InUse(kNs));  // evictable again
+  EXPECT_EQ(b.node.relay.cache().publication_count(), 1u);
+  EXPECT_NE(b.node.relay.metrics().Render(0, 0).find("cause=\"slow_subscriber\"} 1"),
+            std::string::npos);
+  b.Tick(5000);
+  EXPECT_EQ(b.CutOffs(), 1u);  // nobody else
+  // The slow subscriber, once it reads again, learns why (not a clean end of track), after its
+  // wait for the streams PUBLISH_DONE counted (those reset before their header reached it
+  // cannot be attributed).
+  b.Unpark();
+  b.now_ms += moqt::kDefaultPublishDoneWaitMs;
+  slow.session->OnTimer();
+  b.net.Run();
+  ASSERT_TRUE(slow_sub->done.has_value());
+  EXPECT_FALSE(slow_sub->done->track_ended);
+  ASSERT_TRUE(slow_sub->done->status.has_value());
+  EXPECT_EQ(*slow_sub->done->status, static_cast<uint64_t>(moqt::PublishDoneCode::kTooFarBehind));
+}
+
+// The same for a FETCH (it pins the publication like a subscription): its streams are reset
+// TOO_FAR_BEHIND, and the fetch is not reported complete.
+TEST(RelayTest, AStalledFetchIsCutOffToo) {
+  StallBench b;
+  Publisher pub;
+  pub.Start(b.net, b.node);
+  pub.Produce(b.net, 0, 2, 3);
+  ASSERT_TRUE(pub.track->EndTrack().ok());  // only the fetch will hold the track
+  b.net.Run();
+  Client slow = b.Subscriber();
+  auto fet = std::make_shared<Fet>();
+  moqt::FetchOptions fo;
+  fo.range = LocationFilter{T::kAbsoluteStartGroupEnd, 0, 0, 1};
+  ASSERT_TRUE(slow.session->Fetch(Name("k.raw.s0"), fo, fet).ok());
+  slow.pair->RunUntilIdle();  // the FETCH reaches the relay, which asks the publisher ...
+  b.Park(slow);
+  b.net.Run();  // ... and answers into a connection that takes nothing from now on
+  EXPECT_TRUE(b.node.relay.cache().InUse(kNs));
+  for (int i = 0; i < 3; ++i) b.Tick(600);
+  EXPECT_EQ(b.CutOffs(), 1u);
+  EXPECT_FALSE(b.node.relay.cache().InUse(kNs));
+  b.Unpark();
+  ASSERT_TRUE(fet->done.has_value());
+  EXPECT_FALSE(fet->done->ok);
 }
 
 class RelayAuthTest : public ::testing::Test {

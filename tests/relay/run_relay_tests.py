@@ -35,10 +35,16 @@ def start(args, want_prefix, deadline_s=30):
                          stderr=subprocess.PIPE, text=True)
     lines = queue.Queue()
     p.rest = []
+    p.rest_cond = threading.Condition()
+
+    def add_rest(line):
+        with p.rest_cond:
+            p.rest.append(line)
+            p.rest_cond.notify_all()
 
     def pump(f, into_queue):
         for line in iter(f.readline, ""):
-            (lines.put if into_queue else p.rest.append)(line)
+            (lines.put if into_queue else add_rest)(line)
         if into_queue:
             lines.put(None)
 
@@ -55,7 +61,8 @@ def start(args, want_prefix, deadline_s=30):
             break
         seen.append(line)
         if line.startswith(want_prefix):
-            threading.Thread(target=lambda: p.rest.extend(iter(lambda: lines.get() or "", "")),
+            threading.Thread(target=lambda: [add_rest(ln) for ln in
+                                             iter(lambda: lines.get() or "", "")],
                              daemon=True).start()
             return p, line, seen
     p.kill()
@@ -85,6 +92,13 @@ def stop(p, sig=signal.SIGTERM):
         if t is not threading.current_thread() and t.daemon:
             t.join(timeout=5)
     return p.returncode, "".join(getattr(p, "rest", [])), ""
+
+
+def wait_for_output(p, text, deadline_s=30):
+    """Waits (bounded; woken by each line p prints after start()) until `text` appears."""
+    with p.rest_cond:
+        if not p.rest_cond.wait_for(lambda: any(text in ln for ln in p.rest), deadline_s):
+            raise Failure(f"no '{text}' within {deadline_s} s:\n" + "".join(p.rest))
 
 
 def sub(url, *args, ok=True):
@@ -217,6 +231,44 @@ def test_tokens_grant_by_prefix_and_bad_ones_are_refused():
         for f in files + [key, pubkey]:
             if os.path.exists(f):
                 os.unlink(f)
+
+
+def test_a_stalled_subscriber_is_cut_off_and_the_others_finish():
+    # SIGSTOP: a truly stalled QUIC receiver (no reads, no ACKs). The relay cuts it off past
+    # --subscriber-stall-ms (PUBLISH_DONE TOO_FAR_BEHIND), counts and logs it; the others
+    # receive everything; resumed, the stalled one exits with an error instead of hanging.
+    relay, url = start_relay("--open", "--metrics", "127.0.0.1:0", "--subscriber-stall-ms", 2000)
+    # 16 MiB: more than the relay's QUIC buffers for one connection (a 4 MiB unsent budget plus
+    # what is in flight), so the stalled subscriber's subscription cannot finish writing.
+    G, O, S = 8, 64, 32768
+    try:
+        pub = publisher(url, "--groups", G, "--objects", O, "--size", S, "--rate", 500,
+                        "--start-on-subscribe")
+        slow, _, _ = start(["moq-sub", url, "--insecure", "--namespace", NS, "--fill",
+                            "--idle-timeout", 60, "--timeout", 120, "--print", "object"],
+                           "object ")
+        slow.send_signal(signal.SIGSTOP)
+        try:
+            for _ in range(3):
+                s = sub(url, "--fill", "--verify", "--print", "none", "--timeout", 60)
+                check(complete_line(G, O, S) in s.stdout and "payload errors 0" in s.stdout,
+                      s.stdout)
+                check("track ended" in s.stdout, s.stdout)
+            wait_for_output(relay, "cut off (TOO_FAR_BEHIND)")
+            m = relay_metrics(relay)
+            check(m.get('kvcs_relay_refusals_total{cause="slow_subscriber"}') == 1, m)
+        finally:
+            slow.send_signal(signal.SIGCONT)
+        try:
+            slow.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            slow.kill()
+            raise Failure("the stalled subscriber hung after it was cut off")
+        out = "".join(slow.rest)
+        check(slow.returncode != 0, "the cut-off subscriber claimed success:\n" + out)
+        stop(pub)
+    finally:
+        stop(relay)
 
 
 def test_relay_killed_mid_stream_ends_subscribers_promptly():
