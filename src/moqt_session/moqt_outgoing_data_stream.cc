@@ -105,7 +105,7 @@ void OutgoingDataStream::PumpSubgroup(transport::Stream& s, const IncomingReques
       continue;
     }
     // Header and payload are written separately: the payload goes from the Track's shared
-    // buffer straight into the transport (no per-object copy into a serialization buffer).
+    // buffer into the transport by reference (WriteShared: no per-subscriber copy).
     Bytes header;
     Status st = subgroup_writer_->AppendObjectHeader(
         o->location.object, o->status,
@@ -130,14 +130,14 @@ void OutgoingDataStream::PumpSubgroup(transport::Stream& s, const IncomingReques
 bool OutgoingDataStream::WritePayload(transport::Stream& s,
                                       const std::shared_ptr<const Bytes>& payload) {
   if (payload->empty()) return true;
-  if (s.CanWrite() && s.Write(*payload, false).ok()) return true;
+  if (s.CanWrite() && s.WriteShared(payload, false).ok()) return true;
   pending_payload_ = payload;  // resumed by FlushPendingPayload on the next pump
   return false;
 }
 
 bool OutgoingDataStream::FlushPendingPayload(transport::Stream& s) {
   if (!pending_payload_) return true;
-  if (!s.CanWrite() || !s.Write(*pending_payload_, false).ok()) return false;
+  if (!s.CanWrite() || !s.WriteShared(pending_payload_, false).ok()) return false;
   pending_payload_.reset();
   return true;
 }
