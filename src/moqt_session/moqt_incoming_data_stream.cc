@@ -46,7 +46,7 @@ ReceivedObject IncomingDataStream::CurrentObject(ByteSpan payload) const {
 void IncomingDataStream::ReleasePayload() {
   session_->ReleaseReassemblyBytes(held_);
   held_ = 0;
-  Bytes().swap(payload_);
+  payload_.reset();
 }
 
 void IncomingDataStream::OnSubgroupHeader(const SubgroupHeader& h) {
@@ -76,25 +76,29 @@ void IncomingDataStream::OnObjectHeader(const ObjectHeader& o) {
   held_ = o.payload_length;
   if (o.payload_length == 0) {
     ReleasePayload();
-    session_->DeliverObject(*this, {});
+    session_->DeliverObject(*this, {}, nullptr);
   }
 }
 
 void IncomingDataStream::OnObjectPayload(ByteSpan chunk, bool end_of_object) {
   if (refused_) return;
-  if (end_of_object && payload_.empty()) {
+  if (end_of_object && !payload_) {
     // The whole payload in one chunk (the common case for objects that fit a transport chunk):
     // delivered from the stream's bytes, no copy.
     ReleasePayload();
-    session_->DeliverObject(*this, chunk);
+    session_->DeliverObject(*this, chunk, nullptr);
     return;
   }
-  if (payload_.empty()) payload_.reserve(held_);  // one allocation per object, bounded by held_
-  payload_.insert(payload_.end(), chunk.begin(), chunk.end());
+  if (!payload_) {
+    payload_ = std::make_shared<Bytes>();
+    payload_->reserve(held_);  // one allocation per object, bounded by held_
+  }
+  payload_->insert(payload_->end(), chunk.begin(), chunk.end());
   if (end_of_object) {
-    Bytes p = std::move(payload_);
+    std::shared_ptr<const Bytes> p = std::move(payload_);
     ReleasePayload();
-    session_->DeliverObject(*this, p);
+    const ByteSpan view(*p);
+    session_->DeliverObject(*this, view, std::move(p));
   }
 }
 

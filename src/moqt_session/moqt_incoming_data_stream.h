@@ -9,6 +9,7 @@
 #define KVCS_MOQT_SESSION_MOQT_INCOMING_DATA_STREAM_H_
 
 #include <cstdint>
+#include <memory>
 #include <optional>
 
 #include "common/bytes.h"
@@ -90,8 +91,10 @@ class IncomingDataStream : public DataStreamVisitor {
   ObjectHeader current_;
   // Reassembly of the current object when its payload arrives in several chunks. `held_` bytes
   // (its declared length, reserved up front) are reserved with the session until the object is
-  // delivered or the stream ends, is reset or refused (ReleasePayload).
-  Bytes payload_;
+  // delivered or the stream ends, is reset or refused (ReleasePayload). The buffer is handed to
+  // the visitor with the object (ReceivedObject::payload_buffer), so a visitor that stores the
+  // object keeps it without a second copy.
+  std::shared_ptr<Bytes> payload_;
   uint64_t held_ = 0;
 };
 

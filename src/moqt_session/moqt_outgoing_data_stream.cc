@@ -105,7 +105,7 @@ void OutgoingDataStream::PumpSubgroup(transport::Stream& s, const IncomingReques
       continue;
     }
     // Header and payload are written separately: the payload goes from the Track's shared
-    // buffer straight into the transport (no per-object copy into a serialization buffer).
+    // buffer into the transport by reference (WriteShared: no per-subscriber copy).
     Bytes header;
     Status st = subgroup_writer_->AppendObjectHeader(
         o->location.object, o->status,
@@ -133,17 +133,24 @@ Status OutgoingDataStream::Put(transport::Stream& s, ByteSpan data, bool fin) {
   return st;
 }
 
+Status OutgoingDataStream::PutShared(transport::Stream& s,
+                                     const std::shared_ptr<const Bytes>& payload) {
+  Status st = s.WriteShared(payload, false);
+  if (st.ok()) written_bytes_ += payload->size();
+  return st;
+}
+
 bool OutgoingDataStream::WritePayload(transport::Stream& s,
                                       const std::shared_ptr<const Bytes>& payload) {
   if (payload->empty()) return true;
-  if (s.CanWrite() && Put(s, *payload, false).ok()) return true;
+  if (s.CanWrite() && PutShared(s, payload).ok()) return true;
   pending_payload_ = payload;  // resumed by FlushPendingPayload on the next pump
   return false;
 }
 
 bool OutgoingDataStream::FlushPendingPayload(transport::Stream& s) {
   if (!pending_payload_) return true;
-  if (!s.CanWrite() || !Put(s, *pending_payload_, false).ok()) return false;
+  if (!s.CanWrite() || !PutShared(s, pending_payload_).ok()) return false;
   pending_payload_.reset();
   return true;
 }

@@ -82,6 +82,8 @@ class OutgoingDataStream {
   void Finish() { session_->OutgoingDataStreamFinished(*this); }
   // Every write goes through here (counts written_bytes_).
   Status Put(transport::Stream& s, ByteSpan data, bool fin);
+  // A payload shared with the Track, sent without a copy (transport::Stream::WriteShared).
+  Status PutShared(transport::Stream& s, const std::shared_ptr<const Bytes>& payload);
 
   SessionToDataStreamInterface* session_;
   transport::StreamId id_;

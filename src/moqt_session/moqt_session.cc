@@ -1876,13 +1876,15 @@ void MoqtSessionImpl::DataStreamMalformed(const Status& error) {
   Close(d.session_code, "data stream: " + error.message());
 }
 
-void MoqtSessionImpl::DeliverObject(IncomingDataStream& d, ByteSpan payload) {
+void MoqtSessionImpl::DeliverObject(IncomingDataStream& d, ByteSpan payload,
+                                    std::shared_ptr<const Bytes> buffer) {
   if (closing_ || d.refused()) return;
   auto it = out_requests_.find(d.owner());
   if (it == out_requests_.end()) return;
   OutgoingRequest& r = it->second;
   stats_.objects_received++;
   ReceivedObject o = d.CurrentObject(payload);
+  o.payload_buffer = std::move(buffer);
   if (r.kind == RequestKind::kFetch) {
     if (!r.InLocalObjectRanges(o.location.object)) return;
     auto v = r.fetch_visitor;

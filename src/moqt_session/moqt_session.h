@@ -94,12 +94,24 @@ enum class DeliveryKind { kSubscription, kDatagram, kFill, kFetch };
 
 // One whole object as delivered to a subscriber (views valid during the callback only).
 struct ReceivedObject {
+  // The payload as one shared immutable buffer that outlives the callback: the session's own
+  // reassembly buffer when it had to gather the payload from several transport chunks (kept
+  // without a copy), else a copy of `payload`. A visitor that stores objects (a relay's Track)
+  // takes this instead of copying the bytes again.
+  std::shared_ptr<const Bytes> SharedPayload() const {
+    if (payload_buffer) return payload_buffer;
+    return std::make_shared<const Bytes>(payload.begin(), payload.end());
+  }
+
   Location location;
   uint64_t subgroup_id = 0;
   uint8_t publisher_priority = 128;
   ObjectStatus status = ObjectStatus::kNormal;
   const Properties* properties = nullptr;
   ByteSpan payload;
+  // The buffer `payload` spans, when the session reassembled it (never written to again); null
+  // when `payload` points into the transport's bytes.
+  std::shared_ptr<const Bytes> payload_buffer;
   DeliveryKind via = DeliveryKind::kSubscription;
 };
 

@@ -37,7 +37,10 @@ class SessionToDataStreamInterface {
   // Stops reading the stream (STOP_SENDING `code`); it counts as ended.
   virtual void RefuseDataStream(IncomingDataStream& stream, StreamResetCode code) = 0;
   // One whole object of the stream (IncomingDataStream::CurrentObject) reached its end.
-  virtual void DeliverObject(IncomingDataStream& stream, ByteSpan payload) = 0;
+  // `buffer`: the reassembly buffer `payload` spans (handed on to the visitor), or null when
+  // `payload` points into the transport's bytes.
+  virtual void DeliverObject(IncomingDataStream& stream, ByteSpan payload,
+                             std::shared_ptr<const Bytes> buffer) = 0;
   virtual void DeliverEndOfRange(IncomingDataStream& stream, const EndOfRange& marker) = 0;
   // The stream ended: `clean` = FIN, otherwise reset or refused.
   virtual void DataStreamEnded(IncomingDataStream& stream, bool clean) = 0;

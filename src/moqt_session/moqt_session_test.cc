@@ -1210,6 +1210,56 @@ TEST(MoqtHardeningTest, PartlyReceivedObjectsOfResetStreamsDoNotLeakTheReassembl
   EXPECT_FALSE(p.client->closed());
 }
 
+// A payload gathered from several transport chunks is handed to the visitor in the session's
+// reassembly buffer (ReceivedObject::payload_buffer), which the visitor may keep without a copy
+// (a relay's Track does); one that arrived in one chunk points into the transport's bytes and
+// SharedPayload() copies it.
+TEST(MoqtReassemblyTest, AReassembledPayloadIsHandedOnInItsOwnBuffer) {
+  struct Keeper : SubscribeVisitor {
+    void OnObject(const ReceivedObject& o) override {
+      buffers.push_back(o.payload_buffer);
+      views.push_back(o.payload.data());
+      shared.push_back(o.SharedPayload());
+    }
+    void OnComplete(const SubscriptionDone&) override {}
+    std::vector<std::shared_ptr<const Bytes>> buffers, shared;
+    std::vector<const uint8_t*> views;
+  };
+  RawPublisher p;
+  auto sub = std::make_shared<Keeper>();
+  ASSERT_TRUE(p.client->Subscribe({{"a"}, "b"}, {}, sub).ok());
+  p.pair.RunUntilIdle();
+  SubscribeOk ok;
+  ok.track_alias = 4;
+  p.Send(0, ok);
+  p.pair.RunUntilIdle();
+  // Group 0, object 0: 10 000 payload bytes in two writes (two chunks), then object 1: 5 bytes
+  // in the same write as its header (one chunk).
+  Bytes payload(10000);
+  for (size_t i = 0; i < payload.size(); ++i) payload[i] = static_cast<uint8_t>(i * 7);
+  Bytes b = {0x14, 0x04, 0x00, 0x00, 0x80, 0x00};
+  AppendVarint(&b, payload.size());
+  b.insert(b.end(), payload.begin(), payload.begin() + 3000);
+  transport::Stream* d = p.pair.server().OpenOutgoingUnidirectionalStream();
+  ASSERT_TRUE(d->Write(b, false).ok());
+  p.pair.RunUntilIdle();
+  EXPECT_TRUE(sub->buffers.empty());
+  Bytes rest(payload.begin() + 3000, payload.end());
+  rest.insert(rest.end(), {0x00, 0x05, 'h', 'e', 'l', 'l', 'o'});
+  ASSERT_TRUE(d->Write(rest, false).ok());
+  p.pair.RunUntilIdle();
+  ASSERT_EQ(sub->buffers.size(), 2u);
+  ASSERT_TRUE(sub->buffers[0]);
+  EXPECT_EQ(*sub->buffers[0], payload);
+  EXPECT_EQ(sub->views[0], sub->buffers[0]->data()) << "the payload viewed in that buffer";
+  EXPECT_EQ(sub->shared[0], sub->buffers[0]) << "kept without a copy";
+  EXPECT_EQ(p.client->stats().reassembly_bytes, 0u) << "no longer the session's to hold";
+  EXPECT_FALSE(sub->buffers[1]);
+  ASSERT_TRUE(sub->shared[1]);
+  EXPECT_EQ(*sub->shared[1], B("hello"));
+  EXPECT_FALSE(p.client->closed());
+}
+
 TEST(MoqtHardeningTest, RequestIdsThatNeverArriveDoNotEventuallyCloseTheSession) {
   InMemoryOptions sopts;
   sopts.max_incoming_bidi = 10000;

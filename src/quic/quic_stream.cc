@@ -53,6 +53,15 @@ bool QuicStream::StreamWritable() const {
 }
 
 Status QuicStream::Write(ByteSpan data, bool fin) {
+  return WriteWith(fin, [&] { send_.Append(data); });
+}
+
+Status QuicStream::WriteShared(std::shared_ptr<const Bytes> data, bool fin) {
+  return WriteWith(fin, [&] { send_.AppendShared(std::move(data)); });
+}
+
+template <typename Append>
+Status QuicStream::WriteWith(bool fin, Append append) {
   if (!HasWriteSide()) return TransportErr(TransportError::kNotWritable, "stream is receive-only");
   if (!c_->IsOpen()) return TransportErr(TransportError::kSessionClosed, "session is not open");
   if (write_closed_) {
@@ -64,7 +73,7 @@ Status QuicStream::Write(ByteSpan data, bool fin) {
                         "stream send buffer full; wait for OnCanWrite", Code::kResourceExhausted);
   }
   size_t before = Counted();
-  send_.Append(data);
+  append();
   c_->Recount(before, Counted());
   if (fin) {
     fin_requested_ = true;

@@ -38,6 +38,7 @@ class QuicStream final : public transport::Stream, public SendScheduler::Entry {
   size_t ReadableBytes() const override { return recv_.Readable(); }
   bool CanWrite() const override;
   Status Write(ByteSpan data, bool fin) override;
+  Status WriteShared(std::shared_ptr<const Bytes> data, bool fin) override;
   size_t BufferedBytes() const override { return send_.Buffered(); }
   void ResetWithCode(transport::ErrorCode code) override;
   void SendStopSending(transport::ErrorCode code) override;
@@ -53,6 +54,9 @@ class QuicStream final : public transport::Stream, public SendScheduler::Entry {
   bool HasWriteSide() const { return IsBidirectional() || IsLocallyInitiated(); }
   // CanWrite() without the connection budget.
   bool StreamWritable() const;
+  // Write's checks; then `append` adds the bytes to send_.
+  template <typename Append>
+  Status WriteWith(bool fin, Append append);
   // Called after the application consumed n bytes; returns true at the FIN.
   bool Consumed(size_t n);
   bool HasPendingSend() const {

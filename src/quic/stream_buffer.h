@@ -2,8 +2,9 @@
 // steady-state transfer allocates nothing.
 //
 // SendBuffer: bytes the application wrote, kept until the peer acknowledges them (ngtcp2 keeps
-// pointers into this memory for retransmission until acked_stream_data_offset reports them).
-// Chunks are released from the front as the acknowledged prefix grows; chunk addresses never
+// pointers into this memory for retransmission until acked_stream_data_offset reports them):
+// copies in pooled chunks, and shared immutable buffers referenced without a copy. Chunks and
+// buffers are released from the front as the acknowledged prefix grows; their addresses never
 // move while referenced.
 // RecvBuffer: in-order bytes ngtcp2 delivered and the application has not consumed yet.
 //
@@ -17,6 +18,7 @@
 #include <cstdint>
 #include <cstring>
 #include <deque>
+#include <memory>
 #include <span>
 #include <vector>
 
@@ -106,34 +108,103 @@ class ChunkQueue {
   uint64_t base_ = 0, head_ = 0, tail_ = 0;
 };
 
+// The stream's bytes in order, as segments: bytes the application wrote by copy live in pooled
+// chunks (one ChunkQueue for all of them, consecutive copies merged into one segment); a buffer
+// written shared (SendBuffer::AppendShared) is referenced in place until acknowledged, so a
+// payload sent to many peers is never copied per stream.
 class SendBuffer {
  public:
-  explicit SendBuffer(ChunkPool* pool) : q_(pool) {}
-  void Append(std::span<const uint8_t> data) { q_.Append(data.data(), data.size()); }
-  size_t Unsent() const { return static_cast<size_t>(q_.tail() - sent_); }
-  size_t Buffered() const { return q_.size(); }  // written and not yet acknowledged
-  uint64_t end() const { return q_.tail(); }
+  // Shared buffers smaller than this are copied (a segment per tiny buffer costs more).
+  static constexpr size_t kMinSharedBytes = 1024;
+
+  explicit SendBuffer(ChunkPool* pool) : copied_(pool) {}
+  void Append(std::span<const uint8_t> data) {
+    if (data.empty()) return;
+    if (segs_.empty() || segs_.back().shared) {
+      segs_.push_back({end_, 0, copied_.tail(), nullptr});
+    } else if (sent_seg_ == segs_.size()) {
+      sent_seg_ = segs_.size() - 1;  // the last segment, all sent, grows unsent bytes again
+    }
+    copied_.Append(data.data(), data.size());
+    segs_.back().size += data.size();
+    end_ += data.size();
+  }
+  // Appends `data` without copying it; the buffer is kept (and must not change) until its bytes
+  // are acknowledged or the buffer is cleared.
+  void AppendShared(std::shared_ptr<const std::vector<uint8_t>> data) {
+    if (data->size() < kMinSharedBytes) {
+      Append(*data);
+      return;
+    }
+    const size_t n = data->size();
+    segs_.push_back({end_, n, 0, std::move(data)});
+    end_ += n;
+  }
+  size_t Unsent() const { return static_cast<size_t>(end_ - sent_); }
+  size_t Buffered() const { return static_cast<size_t>(end_ - acked_); }  // not yet acknowledged
+  uint64_t end() const { return end_; }
   // Fills up to `max` vectors with unsent bytes; returns the count.
   size_t GatherUnsent(ngtcp2_vec* v, size_t max) const {
     size_t n = 0;
     uint64_t off = sent_;
-    while (n < max && off < q_.tail()) {
-      auto span = q_.ContiguousAt(off);
-      v[n++] = {const_cast<uint8_t*>(span.data()), span.size()};
-      off += span.size();
+    for (size_t i = sent_seg_; n < max && i < segs_.size(); ++i) {
+      const Segment& s = segs_[i];
+      const uint64_t seg_end = s.offset + s.size;
+      while (n < max && off < seg_end) {
+        if (s.shared) {
+          v[n++] = {const_cast<uint8_t*>(s.shared->data() + (off - s.offset)),
+                    static_cast<size_t>(seg_end - off)};
+          off = seg_end;
+          continue;
+        }
+        auto span = copied_.ContiguousAt(s.copied_offset + (off - s.offset));
+        const size_t len = static_cast<size_t>(std::min<uint64_t>(span.size(), seg_end - off));
+        v[n++] = {const_cast<uint8_t*>(span.data()), len};
+        off += len;
+      }
     }
     return n;
   }
-  void MarkSent(size_t n) { sent_ += n; }
-  void Ack(uint64_t upto) { q_.ReleaseUpTo(upto); }
+  void MarkSent(size_t n) {
+    sent_ += n;
+    while (sent_seg_ < segs_.size() && segs_[sent_seg_].offset + segs_[sent_seg_].size <= sent_) {
+      ++sent_seg_;
+    }
+  }
+  // Releases what the peer acknowledged: bytes before `upto` (clamped to the end).
+  void Ack(uint64_t upto) {
+    upto = std::min(upto, end_);
+    if (upto <= acked_) return;
+    acked_ = upto;
+    while (!segs_.empty() && segs_.front().offset + segs_.front().size <= acked_) {
+      const Segment& f = segs_.front();
+      if (!f.shared) copied_.ReleaseUpTo(f.copied_offset + f.size);
+      segs_.pop_front();
+      if (sent_seg_ > 0) --sent_seg_;
+    }
+    if (!segs_.empty() && !segs_.front().shared && segs_.front().offset < acked_) {
+      const Segment& f = segs_.front();
+      copied_.ReleaseUpTo(f.copied_offset + (acked_ - f.offset));
+    }
+  }
   void Clear() {
-    q_.Clear();
-    sent_ = q_.tail();
+    copied_.Clear();
+    segs_.clear();
+    sent_seg_ = 0;
+    acked_ = sent_ = end_;
   }
 
  private:
-  ChunkQueue q_;
-  uint64_t sent_ = 0;
+  struct Segment {
+    uint64_t offset = 0;  // stream offset of the segment's first byte
+    size_t size = 0;
+    uint64_t copied_offset = 0;  // a copied segment: where its bytes start in copied_
+    std::shared_ptr<const std::vector<uint8_t>> shared;  // null: copied
+  };
+  ChunkQueue copied_;
+  std::deque<Segment> segs_;
+  size_t sent_seg_ = 0;  // the first segment with unsent bytes (segs_.size(): none)
+  uint64_t acked_ = 0, sent_ = 0, end_ = 0;
 };
 
 class RecvBuffer {

@@ -48,7 +48,7 @@ void TrackFeed::OnObject(const moqt::ReceivedObject& o) {
   po.publisher_priority = o.publisher_priority;
   po.status = o.status;
   if (o.properties) po.properties = *o.properties;
-  po.payload = std::make_shared<const Bytes>(o.payload.begin(), o.payload.end());
+  po.payload = o.SharedPayload();  // the session's reassembly buffer when it has one: no copy
   const uint64_t charge =
       o.payload.size() + moqt::kTrackObjectOverheadBytes + moqt::kTrackGroupOverheadBytes;
   Status st = relay_->MakeRoom(charge)

@@ -150,6 +150,13 @@ class Stream {
   // TransportError): kWriteBlocked when !CanWrite(), kWriteClosed after FIN/reset,
   // kNotWritable on a peer's unidirectional stream, kSessionClosed.
   virtual Status Write(ByteSpan data, bool fin) = 0;
+  // Write() of an immutable shared buffer, without a copy where the transport can: the stream
+  // keeps a reference to `data` until the peer acknowledged it, so one payload sent on many
+  // streams (a relay's fan-out) is not copied per stream. The buffer must never change. The
+  // default copies.
+  virtual Status WriteShared(std::shared_ptr<const Bytes> data, bool fin) {
+    return Write(*data, fin);
+  }
   // Bytes written but not yet acknowledged by the peer (includes unsent bytes).
   virtual size_t BufferedBytes() const = 0;
 
