@@ -191,21 +191,12 @@ void TrackFeed::Advance() {
 
 void TrackFeed::Wake() {
   if (!answered_) return;
-  std::vector<Waiter> ready;
-  for (auto it = waiters_.begin(); it != waiters_.end();) {
-    bool wait = false;
-    if (it->query.type == moqt::MessageType::kFetch && track_->filling() && !track_->failure()) {
-      moqt::LocationRange r = moqt::FetchRange(
-          it->query.fetch_range.value_or(moqt::LocationFilter{}), track_->largest());
-      wait = r.end && !track_->KnownThrough(*r.end);
-    }
-    if (wait) {
-      ++it;
-    } else {
-      ready.push_back(std::move(*it));
-      it = waiters_.erase(it);
-    }
-  }
+  // Every request is answered as soon as the upstream answered (its Largest Object is known). A
+  // FETCH does not wait for its range: the session's fetch stream sends each object once
+  // everything before it is known and ends only when the whole range is, so a consumer of a
+  // finished cache starts on layer a while later layers still come from the upstream.
+  std::vector<Waiter> ready = std::move(waiters_);
+  waiters_.clear();
   for (Waiter& w : ready) {
     moqt::TrackResolution r;
     if (track_->failure()) {
