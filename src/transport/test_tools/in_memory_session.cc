@@ -1,6 +1,7 @@
 #include "transport/test_tools/in_memory_session.h"
 
 #include <algorithm>
+#include <cstdint>
 
 namespace kvcs::transport::test {
 namespace {
@@ -359,20 +360,27 @@ size_t InMemorySessionPair::RunUntilIdle() {
   // Bound the loop: a visitor that writes forever on every event would otherwise never idle.
   constexpr size_t kMaxEvents = 10'000'000;
   for (;;) {
-    bool moved = Pump();
-    bool ran = false;
-    while (!events_.empty() && delivered < kMaxEvents) {
-      auto fn = std::move(events_.front());
-      events_.pop_front();
-      fn();
-      ++delivered;
-      ran = true;
-    }
-    Sweep();
-    if (!moved && !ran) break;
+    const size_t round = RunRound(kMaxEvents - delivered);
+    delivered += round & ~kRoundMoved;
+    if (round == 0) break;
     if (delivered >= kMaxEvents) break;
   }
   return delivered;
 }
+
+size_t InMemorySessionPair::RunRound(size_t max_events) {
+  const bool moved = Pump();
+  size_t delivered = 0;
+  while (!events_.empty() && delivered < max_events) {
+    auto fn = std::move(events_.front());
+    events_.pop_front();
+    fn();
+    ++delivered;
+  }
+  Sweep();
+  return delivered | (moved ? kRoundMoved : 0);
+}
+
+size_t InMemorySessionPair::RunOneRound() { return RunRound(SIZE_MAX) != 0 ? 1 : 0; }
 
 }  // namespace kvcs::transport::test

@@ -138,11 +138,18 @@ class InMemorySessionPair {
   // Moves data as far as flow control allows and delivers every queued event, repeatedly,
   // until nothing changes. Returns the number of events delivered.
   size_t RunUntilIdle();
+  // One round of RunUntilIdle: one pump (under send_capacity_per_pump) and the events queued so
+  // far. Returns 1 if anything moved or ran, else 0. Tests that interleave several connections
+  // step by step (a relay receiving from one while sending on another) use it.
+  size_t RunOneRound();
 
  private:
   friend class InMemorySession;
   friend class InMemoryStream;
   bool Pump();  // moves bytes between streams; true if anything moved
+  // One pump and up to `max_events` events: the events delivered, | kRoundMoved if bytes moved.
+  static constexpr size_t kRoundMoved = size_t{1} << (sizeof(size_t) * 8 - 1);
+  size_t RunRound(size_t max_events);
   // Moves up to `max` bytes (and the FIN when everything is moved) of w; returns bytes moved and
   // sets *progress when anything (bytes or FIN) moved.
   size_t MoveStream(InMemorySession* s, InMemoryStream* w, size_t max, bool* progress);
