@@ -176,5 +176,33 @@ TEST(Base64, RefusesNonCanonicalText) {
   }
 }
 
+TEST(Utf8, StrictRfc3629) {
+  struct Case {
+    std::string_view bytes;
+    bool valid;
+  };
+  const Case cases[] = {
+      {"", true},
+      {"plain ascii", true},
+      {"\xC3\xA9", true},               // U+00E9
+      {"\xE2\x82\xAC", true},           // U+20AC
+      {"\xF0\x9F\x98\x80", true},       // U+1F600
+      {"\xF4\x8F\xBF\xBF", true},       // U+10FFFF, the last code point
+      {"\xC0\xAF", false},              // overlong '/'
+      {"\xE0\x80\xAF", false},          // overlong, three bytes
+      {"\xED\xA0\x80", false},          // U+D800, a surrogate
+      {"\xF4\x90\x80\x80", false},      // above U+10FFFF
+      {"\xC3", false},                  // truncated
+      {"\xE2\x82", false},              // truncated
+      {"\x80", false},                  // continuation without a lead
+      {"\xC3\x28", false},              // lead without a continuation
+      {"\xF8\x88\x80\x80\x80", false},  // five-byte form
+  };
+  for (const Case& c : cases) {
+    EXPECT_EQ(IsValidUtf8(c.bytes), c.valid)
+        << ToHex(ByteSpan(reinterpret_cast<const uint8_t*>(c.bytes.data()), c.bytes.size()));
+  }
+}
+
 }  // namespace
 }  // namespace kvcs

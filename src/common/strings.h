@@ -16,6 +16,8 @@ namespace kvcs {
 std::string AsciiLower(std::string_view s);
 // Case-insensitive ASCII equality.
 bool AsciiIEquals(std::string_view a, std::string_view b);
+// Strict UTF-8 (RFC 3629): no overlong forms, no surrogates, nothing above U+10FFFF.
+bool IsValidUtf8(std::string_view s);
 
 // Characters Trim removes: HTTP's optional whitespace (SP, HTAB) by default; config files also
 // drop a CR left by CRLF line ends.

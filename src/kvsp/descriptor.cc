@@ -5,6 +5,8 @@
 #include <set>
 #include <string>
 
+#include "common/strings.h"
+
 namespace kvcs::kvsp {
 namespace {
 
@@ -21,38 +23,6 @@ bool OneOf(const std::array<std::string_view, N>& set, std::string_view v) {
 
 Status Err(DescriptorError e, std::string msg) {
   return InvalidArgument("descriptor: " + std::move(msg), static_cast<int>(e));
-}
-
-// Strict UTF-8 (no overlongs, no surrogates, nothing above U+10FFFF).
-bool ValidUtf8(std::string_view s) {
-  size_t i = 0;
-  const auto* p = reinterpret_cast<const uint8_t*>(s.data());
-  while (i < s.size()) {
-    uint8_t c = p[i];
-    if (c < 0x80) {
-      ++i;
-      continue;
-    }
-    size_t n;
-    uint32_t cp, min;
-    if ((c & 0xE0) == 0xC0) {
-      n = 1, cp = c & 0x1F, min = 0x80;
-    } else if ((c & 0xF0) == 0xE0) {
-      n = 2, cp = c & 0x0F, min = 0x800;
-    } else if ((c & 0xF8) == 0xF0) {
-      n = 3, cp = c & 0x07, min = 0x10000;
-    } else {
-      return false;
-    }
-    if (i + n >= s.size()) return false;  // truncated sequence
-    for (size_t k = 1; k <= n; ++k) {
-      if ((p[i + k] & 0xC0) != 0x80) return false;
-      cp = cp << 6 | (p[i + k] & 0x3F);
-    }
-    if (cp < min || cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF)) return false;
-    i += n + 1;
-  }
-  return true;
 }
 
 // The descriptor's members, by name, in canonical (byte-wise sorted) order.
@@ -105,7 +75,7 @@ Status CheckString(std::string_view name, std::string_view v) {
         DescriptorError::kTooLarge,
         std::string(name) + " longer than " + std::to_string(kMaxDescriptorStringBytes) + " bytes");
   }
-  if (!ValidUtf8(v)) return Err(DescriptorError::kBadUtf8, std::string(name) + " is not UTF-8");
+  if (!IsValidUtf8(v)) return Err(DescriptorError::kBadUtf8, std::string(name) + " is not UTF-8");
   return Status::Ok();
 }
 

@@ -1,6 +1,9 @@
 #include "profile/cbor.h"
 
 #include <string>
+#include <string_view>
+
+#include "common/strings.h"
 
 namespace kvcs::profile::cbor {
 namespace {
@@ -74,7 +77,9 @@ class Decoder {
         v.type = major == kMajorBytes ? Type::kBytes : Type::kText;
         v.str = in_.subspan(pos_, size_t(arg));
         pos_ += size_t(arg);
-        if (v.type == Type::kText && !IsValidUtf8(v.str)) {
+        if (v.type == Type::kText &&
+            !IsValidUtf8(
+                std::string_view(reinterpret_cast<const char*>(v.str.data()), v.str.size()))) {
           return Err(CborError::kBadUtf8, "text string is not valid UTF-8");
         }
         return v;
@@ -217,39 +222,5 @@ void PutText(Bytes* out, std::string_view s) {
 void PutArrayHeader(Bytes* out, uint64_t count) { PutHead(out, kMajorArray, count); }
 void PutMapHeader(Bytes* out, uint64_t count) { PutHead(out, kMajorMap, count); }
 void PutTag(Bytes* out, uint64_t tag) { PutHead(out, kMajorTag, tag); }
-
-bool IsValidUtf8(ByteSpan s) {
-  size_t i = 0;
-  while (i < s.size()) {
-    uint8_t c = s[i];
-    if (c < 0x80) {
-      ++i;
-      continue;
-    }
-    size_t n;
-    uint32_t cp;
-    if ((c & 0xe0) == 0xc0) {
-      n = 1;
-      cp = c & 0x1f;
-    } else if ((c & 0xf0) == 0xe0) {
-      n = 2;
-      cp = c & 0x0f;
-    } else if ((c & 0xf8) == 0xf0) {
-      n = 3;
-      cp = c & 0x07;
-    } else {
-      return false;
-    }
-    if (s.size() - i <= n) return false;
-    for (size_t k = 1; k <= n; ++k) {
-      if ((s[i + k] & 0xc0) != 0x80) return false;
-      cp = cp << 6 | (s[i + k] & 0x3f);
-    }
-    static constexpr uint32_t kMin[] = {0, 0x80, 0x800, 0x10000};
-    if (cp < kMin[n] || cp > 0x10ffff || (cp >= 0xd800 && cp <= 0xdfff)) return false;
-    i += n + 1;
-  }
-  return true;
-}
 
 }  // namespace kvcs::profile::cbor

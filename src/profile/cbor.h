@@ -78,9 +78,6 @@ void PutArrayHeader(Bytes* out, uint64_t count);
 void PutMapHeader(Bytes* out, uint64_t count);
 void PutTag(Bytes* out, uint64_t tag);
 
-// True if `s` is valid UTF-8 (no overlongs, no surrogates, at most U+10FFFF).
-bool IsValidUtf8(ByteSpan s);
-
 }  // namespace kvcs::profile::cbor
 
 #endif  // KVCS_PROFILE_CBOR_H_

@@ -14,26 +14,6 @@
 namespace kvcs::s3 {
 namespace {
 
-// Whether s is well-formed UTF-8 (no overlongs, surrogates or code points past U+10FFFF).
-bool IsUtf8(std::string_view s) {
-  size_t i = 0;
-  while (i < s.size()) {
-    const auto c = static_cast<uint8_t>(s[i]);
-    size_t n = c < 0x80 ? 0 : (c >> 5) == 0x6 ? 1 : (c >> 4) == 0xE ? 2 : (c >> 3) == 0x1E ? 3 : 9;
-    if (n == 9 || i + n >= s.size()) return false;
-    uint32_t cp = n == 0 ? c : n == 1 ? (c & 0x1F) : n == 2 ? (c & 0x0F) : (c & 0x07);
-    for (size_t k = 1; k <= n; ++k) {
-      const auto d = static_cast<uint8_t>(s[i + k]);
-      if ((d & 0xC0) != 0x80) return false;
-      cp = (cp << 6) | (d & 0x3F);
-    }
-    static constexpr uint32_t kMin[] = {0, 0x80, 0x800, 0x10000};
-    if (cp < kMin[n] || cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF)) return false;
-    i += n + 1;
-  }
-  return true;
-}
-
 // Latin-1 bytes as UTF-8 (each byte is the code point of the same value).
 std::string Latin1ToUtf8(std::string_view s) {
   std::string out;
@@ -88,7 +68,7 @@ std::optional<std::string> DecodeWord(std::string_view w) {
     return std::nullopt;
   }
   if (charset == "utf-8" || charset == "utf8") {
-    if (!IsUtf8(bytes)) return std::nullopt;
+    if (!IsValidUtf8(bytes)) return std::nullopt;
     return bytes;
   }
   if (charset == "us-ascii") {
@@ -147,7 +127,7 @@ std::string EncodeUserMetadataValue(std::string_view stored) {
   for (char c : stored) plain = plain && IsPrintableAscii(static_cast<uint8_t>(c));
   // Plain ASCII that would read as an encoded-word is encoded too, so it decodes back to itself.
   if (plain && stored.substr(0, 2) != "=?") return std::string(stored);
-  if (HasControl(stored) || !IsUtf8(stored)) {
+  if (HasControl(stored) || !IsValidUtf8(stored)) {
     return "=?UTF-8?B?" + Base64Encode(AsBytes(stored)) + "?=";
   }
   static constexpr char kHex[] = "0123456789ABCDEF";
