@@ -115,7 +115,7 @@ void Relay::ResolveTrack(const moqt::TrackQuery& q, moqt::TrackResolved done) {
     metrics_.merged_requests.fetch_add(1, std::memory_order_relaxed);
     (void)cache_.Find(q.name, now);  // a use of the publication
     std::shared_ptr<TrackFeed> feed = f->second;
-    feed->AddWaiter(q, std::move(done));
+    feed->AddWaiter(std::move(done));
     return;
   }
   if (std::shared_ptr<moqt::Track> t = cache_.Find(q.name, now)) {
@@ -156,7 +156,7 @@ void Relay::ResolveTrack(const moqt::TrackQuery& q, moqt::TrackResolved done) {
   metrics_.upstream_requests.fetch_add(1, std::memory_order_relaxed);
   feed->set_request_id(*rid);
   feeds_[q.name] = feed;
-  feed->AddWaiter(q, std::move(done));
+  feed->AddWaiter(std::move(done));
   UpdateCacheGauges();
 }
 

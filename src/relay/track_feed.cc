@@ -5,7 +5,6 @@
 
 #include "moqt/moqt_error.h"
 #include "moqt_session/moqt_byte_budget.h"
-#include "moqt_session/moqt_filters.h"
 #include "relay/relay.h"
 
 namespace kvcs::relay {
@@ -19,8 +18,8 @@ TrackFeed::TrackFeed(Relay* relay, std::shared_ptr<moqt::Track> track, moqt::Moq
   track_->StartFilling();
 }
 
-void TrackFeed::AddWaiter(const moqt::TrackQuery& query, moqt::TrackResolved done) {
-  waiters_.push_back({query, std::move(done)});
+void TrackFeed::AddWaiter(moqt::TrackResolved done) {
+  waiters_.push_back(std::move(done));
   Wake();
 }
 
@@ -195,9 +194,9 @@ void TrackFeed::Wake() {
   // FETCH does not wait for its range: the session's fetch stream sends each object once
   // everything before it is known and ends only when the whole range is, so a consumer of a
   // finished cache starts on layer a while later layers still come from the upstream.
-  std::vector<Waiter> ready = std::move(waiters_);
+  std::vector<moqt::TrackResolved> ready = std::move(waiters_);
   waiters_.clear();
-  for (Waiter& w : ready) {
+  for (moqt::TrackResolved& done : ready) {
     moqt::TrackResolution r;
     if (track_->failure()) {
       r.error = moqt::RequestErrorCode::kInternalError;
@@ -205,18 +204,18 @@ void TrackFeed::Wake() {
     } else {
       r.track = track_;
     }
-    w.done(std::move(r));
+    done(std::move(r));
   }
 }
 
 void TrackFeed::RefuseAll(moqt::RequestErrorCode code, const std::string& reason) {
-  std::vector<Waiter> all = std::move(waiters_);
+  std::vector<moqt::TrackResolved> all = std::move(waiters_);
   waiters_.clear();
-  for (Waiter& w : all) {
+  for (moqt::TrackResolved& done : all) {
     moqt::TrackResolution r;
     r.error = code;
     r.reason = reason;
-    w.done(std::move(r));
+    done(std::move(r));
   }
 }
 

@@ -32,9 +32,9 @@ class TrackFeed : public moqt::SubscribeVisitor, public std::enable_shared_from_
   TrackFeed(Relay* relay, std::shared_ptr<moqt::Track> track, moqt::MoqtSession* session,
             uint64_t deadline_ms);
 
-  // A downstream request waiting for this feed: answered once the upstream answered (a FETCH:
-  // once its range is known complete).
-  void AddWaiter(const moqt::TrackQuery& query, moqt::TrackResolved done);
+  // A downstream request waiting for this feed: answered once the upstream answered (a FETCH
+  // too: its stream then waits object by object for what is not known yet).
+  void AddWaiter(moqt::TrackResolved done);
   void set_request_id(uint64_t id) { request_id_ = id; }
   moqt::MoqtSession* session() const { return session_; }
   const std::shared_ptr<moqt::Track>& track() const { return track_; }
@@ -52,10 +52,6 @@ class TrackFeed : public moqt::SubscribeVisitor, public std::enable_shared_from_
   void OnComplete(const moqt::SubscriptionDone& done) override;
 
  private:
-  struct Waiter {
-    moqt::TrackQuery query;
-    moqt::TrackResolved done;
-  };
   struct LiveGroup {
     std::optional<uint64_t> last;  // the last object received (in order on its stream)
     bool ended = false;            // End of Group (or End of Track) received
@@ -80,7 +76,7 @@ class TrackFeed : public moqt::SubscribeVisitor, public std::enable_shared_from_
   bool fill_done_ = false;
   std::optional<moqt::Location> fill_last_;
   std::map<uint64_t, LiveGroup> live_;
-  std::vector<Waiter> waiters_;
+  std::vector<moqt::TrackResolved> waiters_;
 };
 
 }  // namespace kvcs::relay
