@@ -589,6 +589,77 @@ TEST(RelayTest, AFetchEndingInTheGroupBeingProducedDoesNotWaitForTheNextGroup) {
   }
 }
 
+// Streams of a connection held back on the writer's side while `holding` was set when they first
+// had bytes to move (InMemoryOptions::hold), released by Release(): a later group's stream
+// reaches the relay before an earlier one's.
+struct HeldStreams {
+  transport::test::InMemoryOptions Options() {
+    transport::test::InMemoryOptions o;
+    o.hold = [this](transport::StreamId id) {
+      if (seen.insert(id).second && holding) held.insert(id);
+      return held.count(id) > 0;
+    };
+    return o;
+  }
+  void Release(Net& net) {
+    holding = false;
+    held.clear();
+    net.Run();
+  }
+  bool holding = false;
+  std::set<transport::StreamId> seen, held;
+};
+
+// Live groups whose streams arrive out of order (group `late`'s after the next one's) never make
+// the relay claim a range complete that is not: whether the feed started before production (no
+// upstream Largest Object: the lowest group received is not where the track starts) or after
+// some groups (a Largest Object, then a gap). A FETCH across the gap waits for it and then
+// returns every object, in order.
+TEST(RelayTest, LiveGroupsArrivingOutOfOrderAreNotClaimedComplete) {
+  for (const bool before_production : {true, false}) {
+    SCOPED_TRACE(before_production);
+    Net net;
+    Node node(Opts("r1"));
+    HeldStreams hold;
+    Publisher pub;
+    pub.Start(net, node, kNs, {}, hold.Options());
+    Client s = Connect(net, node, nullptr);
+    auto sub = std::make_shared<Sub>();
+    uint64_t late = 0;
+    if (!before_production) {
+      pub.Produce(net, 0, 2, 3);
+      late = 2;
+    }
+    ASSERT_TRUE(s.session->Subscribe(Name("k.raw.s0"), JoinFromStart(), sub).ok());
+    net.Run();
+    hold.holding = true;
+    pub.Produce(net, late, late + 1, 3);  // its stream stays with the publisher ...
+    hold.holding = false;
+    pub.Produce(net, late + 1, late + 2, 3);  // ... and the next group's arrives
+    std::shared_ptr<moqt::Track> t = node.relay.FindTrack(Name("k.raw.s0"));
+    ASSERT_NE(t, nullptr);
+    EXPECT_FALSE(t->KnownThrough({late, 0})) << "group " << late << " has not arrived";
+    auto fet = std::make_shared<Fet>();
+    moqt::FetchOptions fo;
+    fo.range = LocationFilter{T::kAbsoluteStartGroupEnd, 0, 0, late + 1};
+    ASSERT_TRUE(s.session->Fetch(Name("k.raw.s0"), fo, fet).ok());
+    net.Run();
+    EXPECT_FALSE(fet->done.has_value()) << "the FETCH claimed a range with a missing group";
+    hold.Release(net);
+    EXPECT_TRUE(t->KnownThrough({late + 1, 2}));
+    ASSERT_TRUE(fet->done && fet->done->ok);
+    std::vector<Location> want;
+    for (uint64_t g = 0; g <= late + 1; ++g) {
+      for (uint64_t o = 0; o < 3; ++o) want.push_back({g, o});
+    }
+    EXPECT_EQ(fet->got, want);
+    ASSERT_TRUE(pub.track->EndTrack().ok());
+    net.Run();
+    EXPECT_EQ(sub->got, All(late + 2, 3));
+    ASSERT_TRUE(sub->done && sub->done->track_ended);
+  }
+}
+
 // A subscriber that stops reading (its connection is never pumped again: the relay's writes
 // to it stay in its bounded send buffers) neither delays the others nor stops the relay.
 TEST(RelayTest, ASlowSubscriberDoesNotDelayTheOthers) {

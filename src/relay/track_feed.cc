@@ -74,9 +74,6 @@ void TrackFeed::OnObject(const moqt::ReceivedObject& o) {
     if (o.status == ObjectStatus::kEndOfGroup || o.status == ObjectStatus::kEndOfTrack) {
       g.ended = true;
     }
-    if (o.status == ObjectStatus::kEndOfTrack) {
-      for (auto& [gid, lg] : live_) lg.ended = true;
-    }
   }
   relay_->UpdateCacheGauges();
   Advance();
@@ -162,22 +159,21 @@ void TrackFeed::Advance() {
     return;
   }
   // Known through the Largest Object at subscribe time, then group by group through the live
-  // objects: each live group arrives in order on its own stream.
+  // objects, from the first group the live objects must start with: each live group arrives in
+  // order on its own stream, but the streams of different groups may arrive in any order, so a
+  // group counts only once every group before it ended.
   std::optional<Location> cur = upstream_largest_;
-  if (!cur && live_.empty()) return;
-  uint64_t g = cur ? cur->group : live_.begin()->first;
+  uint64_t g = 0;  // no Largest: nothing was published before us, every group comes live
+  if (cur) {
+    g = cur->group;
+    if (LargestIsStatus()) {
+      cur = Location{g, UINT64_MAX};  // the Largest was its group's End of Group
+      ++g;
+    }
+  }
   for (;;) {
     auto it = live_.find(g);
-    if (it == live_.end()) {
-      // No live object of group g. If it is the Largest Object's group and a later group has
-      // started, g ended at the Largest Object (publishers here finish a group before the next).
-      if (cur && cur->group == g && live_.upper_bound(g) != live_.end()) {
-        cur = Location{g, UINT64_MAX};
-        g = live_.upper_bound(g)->first;
-        continue;
-      }
-      break;
-    }
+    if (it == live_.end()) break;  // not (yet) received: nothing after it is known
     if (it->second.last && (!cur || Location{g, *it->second.last} > *cur)) {
       cur = Location{g, *it->second.last};
     }
@@ -186,6 +182,14 @@ void TrackFeed::Advance() {
     ++g;
   }
   if (cur) track_->SetCompleteThrough(*cur);
+}
+
+bool TrackFeed::LargestIsStatus() const {
+  // After the fill (which carries Normal objects only, every one up to the Largest), the
+  // Largest is a status object exactly when no Normal object sits at it: End of Group (End of
+  // Track ends the feed through OnComplete).
+  const moqt::PublishedObject* at = track_->Find(*upstream_largest_);
+  return at == nullptr || at->status != ObjectStatus::kNormal;
 }
 
 void TrackFeed::Wake() {

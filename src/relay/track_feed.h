@@ -5,9 +5,15 @@
 // the track cleanly (complete, or failed with the reason) when the subscription ends.
 //
 // How far the track is known (Track::SetCompleteThrough): the fill arrives in ascending order
-// up to the upstream's Largest Object L, so each fill object completes everything before it;
-// after the fill, live groups arrive each on its own stream in order, so the track is known
-// through L's group's live objects, then through each later group whose End of Group arrived.
+// up to the upstream's Largest Object L, so each fill object completes everything before it.
+// After the fill, live groups arrive each on its own stream, in order within the stream, but
+// the streams of different groups in any order (loss, reordering): the track is known through
+// L's group's live objects (or its end, when L was its End of Group), then through each later
+// group in turn whose End of Group arrived, never past a group not received yet. Without an L
+// (nothing was published when we subscribed) the walk starts at group 0, not at the lowest
+// group received: that one may be a later group whose stream overtook group 0's. Group ids are
+// taken as consecutive (KVCS layers, Track::StartGroup); a track whose groups skip ids is known
+// whole only when it ends (PUBLISH_DONE TRACK_ENDED with every stream).
 // THREADING: single-threaded (the relay's executor).
 #ifndef KVCS_RELAY_TRACK_FEED_H_
 #define KVCS_RELAY_TRACK_FEED_H_
@@ -59,6 +65,8 @@ class TrackFeed : public moqt::SubscribeVisitor, public std::enable_shared_from_
   // Answers the waiters that can be answered now.
   void Wake();
   void Advance();
+  // The upstream's Largest Object (known, fill done) was a status object, not a Normal one.
+  bool LargestIsStatus() const;
   void Finish(bool complete, moqt::PublishDoneCode code, const std::string& reason);
   // End of Track and everything before it arrived: the track is whole even if the upstream
   // session ends before PUBLISH_DONE.

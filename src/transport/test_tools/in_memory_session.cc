@@ -241,6 +241,7 @@ size_t InMemorySessionPair::MoveStream(InMemorySession* s, InMemoryStream* w, si
   InMemorySession* peer = s->peer();
   if (w->write_reset_ || w->fin_delivered_ || !w->HasWriteSide()) return 0;
   if (w->unsent_.empty() && !w->fin_queued_) return 0;
+  if (s->opts_.hold && s->opts_.hold(w->id_)) return 0;
   InMemoryStream* r = peer->PeerStream(w->id_);
   if (!r) return 0;
   if (r->read_finished_) {  // peer stopped reading; bytes vanish (STOP_SENDING is coming)

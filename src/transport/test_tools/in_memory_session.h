@@ -37,6 +37,10 @@ struct InMemoryOptions {
   // With a limit, streams are served in Stream::SetSendOrder order (lower first), equal orders
   // round-robin in kSendQuantum slices, so tests can observe which stream goes first.
   size_t send_capacity_per_pump = 0;
+  // Streams this side writes that stay where they are (nothing of them moves, the FIN neither)
+  // while this returns true for their id; null: none. Tests deliver streams out of order with it
+  // (a later group's stream before an earlier one's).
+  std::function<bool(StreamId)> hold;
 };
 
 // Round-robin slice among streams of equal send order under a send capacity.
