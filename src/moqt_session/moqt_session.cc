@@ -1941,7 +1941,12 @@ void MoqtSessionImpl::MaybeCompleteSubscription(uint64_t id) {
   bool counted =
       r.done->stream_count == kStreamCountUnknown || r.streams_seen >= r.done->stream_count;
   bool timed_out = Now() >= r.done_at_ms + config_.publish_done_wait_ms && !counted;
-  if (!counted && !timed_out) return;
+  // A subscriber cut off (TOO_FAR_BEHIND) had every stream reset: those reset before their
+  // header reached us can never be counted, and waiting for them gains nothing. It ends once
+  // the streams we know have ended, reported as not whole.
+  const bool cut_off = r.done->status_code == static_cast<uint64_t>(PublishDoneCode::kTooFarBehind);
+  if (!counted && !timed_out && !cut_off) return;
+  if (cut_off) r.stream_trouble = true;
   SubscriptionDone d = r.Completion(counted && !r.stream_trouble);
   auto v = r.sub_visitor;
   StreamId sid = r.stream;

@@ -1015,6 +1015,28 @@ TEST(MoqtPublishDoneTest, MoreStreamsThanCountedIsAViolation) {
   EXPECT_EQ(p.raw.closed->code, static_cast<uint64_t>(SessionError::kProtocolViolation));
 }
 
+// A subscriber cut off (PUBLISH_DONE TOO_FAR_BEHIND) completes at once, not after the wait for
+// the counted streams: the publisher reset them, and those reset before their header arrived
+// can never be counted.
+TEST(MoqtPublishDoneTest, TooFarBehindDoesNotWaitForStreamsThatWereReset) {
+  RawPublisher p;
+  auto sub = std::make_shared<Sub>();
+  ASSERT_TRUE(p.client->Subscribe({{"a"}, "b"}, {}, sub).ok());
+  p.pair.RunUntilIdle();
+  SubscribeOk ok;
+  ok.track_alias = 1;
+  p.Send(0, ok);
+  PublishDone done;
+  done.status_code = static_cast<uint64_t>(PublishDoneCode::kTooFarBehind);
+  done.stream_count = 2;  // neither stream's header ever reaches the subscriber
+  p.Send(0, done, false);
+  p.pair.RunUntilIdle();
+  ASSERT_TRUE(sub->done.has_value());
+  EXPECT_FALSE(sub->done->all_streams_received);
+  EXPECT_FALSE(sub->done->track_ended);
+  EXPECT_EQ(sub->done->status, static_cast<uint64_t>(PublishDoneCode::kTooFarBehind));
+}
+
 // Reads every control message the server wrote on a raw client's request stream.
 std::vector<ControlMessage> ReadResponses(transport::Stream* s) {
   ControlStreamParser parser;
