@@ -36,6 +36,7 @@ struct RelayFlags {
   uint64_t max_publications = relay::kDefaultMaxPublications;
   uint64_t upstream_timeout_ms = relay::kDefaultUpstreamTimeoutMs;
   uint64_t subscriber_stall_ms = relay::kDefaultSubscriberStallMs;
+  uint64_t upstream_stall_ms = relay::kDefaultUpstreamStallMs;
   std::string metrics;
   QuicAdmissionOptions quic;                      // --max-sessions is the total
   HttpAdmissionOptions metrics_http{"metrics-"};  // the metrics endpoint
@@ -96,6 +97,8 @@ Status ApplyConfig(CLI::App* cmd, RelayFlags* f) {
       st = num("--upstream-timeout-ms", &f->upstream_timeout_ms);
     else if (k == "subscriber_stall_ms")
       st = num("--subscriber-stall-ms", &f->subscriber_stall_ms);
+    else if (k == "upstream_stall_ms")
+      st = num("--upstream-stall-ms", &f->upstream_stall_ms);
     else if (k == "metrics")
       st = str("--metrics", &f->metrics);
     else if (k == "keys") {
@@ -144,6 +147,7 @@ int Run(CLI::App* cmd, RelayFlags f) {
   c.relay.max_publications = f.max_publications;
   c.relay.upstream_timeout_ms = f.upstream_timeout_ms;
   c.subscriber_stall_ms = f.subscriber_stall_ms;
+  c.relay.upstream_stall_ms = f.upstream_stall_ms;
   if (!f.upstream_token.empty()) {
     auto tok = ReadSmallFile(f.upstream_token, auth::kMaxTokenBytes + 2);
     if (!tok.ok()) return Fail(kCmd, "--upstream-token: " + tok.status().message());
@@ -242,6 +246,11 @@ RunFn Setup(CLI::App& app) {
   cmd->add_option("--subscriber-stall-ms", f->subscriber_stall_ms,
                   "cut off (PUBLISH_DONE TOO_FAR_BEHIND) a subscriber that took none of the data "
                   "waiting for it for this long, releasing its publication (0: never)")
+      ->capture_default_str();
+  cmd->add_option("--upstream-stall-ms", f->upstream_stall_ms,
+                  "end the feeds of an upstream (publisher or upstream relay) that delivered "
+                  "nothing it owed for this long; the upstream relay's link is reconnected "
+                  "(0: never)")
       ->capture_default_str();
   cmd->add_option("--metrics", f->metrics, "HOST:PORT for GET /metrics (Prometheus text)");
   f->quic.Add(cmd, /*total_flag=*/"");

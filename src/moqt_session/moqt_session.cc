@@ -957,10 +957,11 @@ void MoqtSessionImpl::EndRequestsOnFailedTrack(Track& track) {
   auto it = served_.find(&track);
   if (it == served_.end()) return;
   const PublishDoneCode code = track.failure()->first;
+  const std::string reason = track.failure()->second;  // PUBLISH_DONE says why
   std::vector<uint64_t> reqs(it->second.second.begin(), it->second.second.end());
   for (uint64_t rid : reqs) {
     if (closing_) return;
-    EndServedRequest(rid, StreamResetCode::kCancelled, code, "");
+    EndServedRequest(rid, StreamResetCode::kCancelled, code, reason);
   }
 }
 

@@ -20,6 +20,12 @@ std::string RandomRelayId() {
 
 }  // namespace
 
+std::string TrackLabel(const moqt::FullTrackName& track) {
+  std::string name;
+  for (const std::string& f : track.track_namespace) name += f + "/";
+  return name + track.name;
+}
+
 Relay::Relay(RelayOptions options)
     : options_(std::move(options)), cache_(options_.cache_bytes, options_.max_publications) {
   if (options_.relay_id.empty()) options_.relay_id = RandomRelayId();
@@ -169,6 +175,48 @@ void Relay::OnTimer() {
   for (auto& feed : late) {
     metrics_.Refuse(Refusal::kTimeout);
     feed->Abandon(moqt::RequestErrorCode::kTimeout, "the upstream did not answer in time");
+  }
+  if (options_.upstream_stall_ms > 0) CheckStalledUpstreams(now);
+}
+
+void Relay::CheckStalledUpstreams(uint64_t now) {
+  std::map<moqt::MoqtSession*, std::vector<std::shared_ptr<TrackFeed>>> owing;
+  for (auto& [name, feed] : feeds_) {
+    if (feed->session() && feed->OwesData()) owing[feed->session()].push_back(feed);
+  }
+  for (auto it = upstream_watch_.begin(); it != upstream_watch_.end();) {
+    it = owing.count(it->first) ? std::next(it) : upstream_watch_.erase(it);
+  }
+  std::vector<std::pair<moqt::MoqtSession*, uint64_t>> stalled;
+  for (auto& [session, feeds] : owing) {
+    const moqt::MoqtSession::Stats st = session->stats();
+    const std::pair<uint64_t, uint64_t> delivered{st.objects_received, st.reassembly_bytes};
+    auto [w, fresh] = upstream_watch_.try_emplace(session, UpstreamWatch{delivered, now});
+    if (fresh || w->second.delivered != delivered) {
+      w->second = UpstreamWatch{delivered, now};
+      continue;
+    }
+    if (now - w->second.since_ms >= options_.upstream_stall_ms) {
+      stalled.emplace_back(session, now - w->second.since_ms);
+    }
+  }
+  for (auto& [session, ms] : stalled) {
+    upstream_watch_.erase(session);
+    const bool is_upstream_relay = session == upstream_;
+    const std::string why =
+        std::string(is_upstream_relay ? "the upstream relay" : "the publisher") +
+        " stalled: it delivered nothing it owed for " + std::to_string(ms) + " ms";
+    for (auto& feed : owing[session]) {
+      metrics_.Refuse(Refusal::kUpstreamStalled);
+      Log("upstream stalled: " + TrackLabel(feed->track()->name()) + ": " + why);
+      feed->Abandon(moqt::RequestErrorCode::kTimeout, why);
+    }
+    if (is_upstream_relay) {
+      // A link that stopped delivering is likely dead: close it (its other feeds end with it)
+      // and let its owner reconnect (RelayServer: when the session has closed).
+      SetUpstream(nullptr);
+      session->Close(moqt::SessionError::kDataStreamTimeout, why);
+    }
   }
 }
 

@@ -53,6 +53,12 @@ inline constexpr uint64_t kDefaultUpstreamTimeoutMs = 10'000;
 // QUIC idle timeout (30 s), so a stalled subscriber releases its publication (and is counted
 // as such) before its connection would be declared dead.
 inline constexpr uint64_t kDefaultSubscriberStallMs = 10'000;
+// How long an upstream session (a publisher, or the upstream relay) may deliver nothing while
+// it owes us data (a fill not finished, a group before the newest one not ended) before the
+// feeds it owes end with an error; the upstream relay's link is then closed, and RelayServer
+// reconnects it. The same reasoning as for subscribers: far beyond a healthy peer's pauses in
+// the middle of a delivery, below the QUIC idle timeout.
+inline constexpr uint64_t kDefaultUpstreamStallMs = 10'000;
 
 struct RelayOptions {
   std::string relay_id;  // unique per relay, no ','; empty: a random one
@@ -60,6 +66,8 @@ struct RelayOptions {
   size_t max_publications = kDefaultMaxPublications;
   size_t max_announcements = kDefaultMaxAnnouncements;
   uint64_t upstream_timeout_ms = kDefaultUpstreamTimeoutMs;
+  // 0: an upstream is never judged stalled (kDefaultUpstreamStallMs; needs clock_ms, OnTimer).
+  uint64_t upstream_stall_ms = kDefaultUpstreamStallMs;
   // Null: open access (only when the configuration says so). Otherwise every session needs a
   // valid token in its SETUP.
   std::shared_ptr<const auth::Verifier> verifier;
@@ -77,6 +85,9 @@ struct RelayOptions {
 
 class RelayPeer;
 class TrackFeed;
+
+// A track as the relay's log lines name it: its namespace's fields and name joined by '/'.
+std::string TrackLabel(const moqt::FullTrackName& track);
 
 struct FullTrackNameLess {
   bool operator()(const moqt::FullTrackName& a, const moqt::FullTrackName& b) const {
@@ -99,7 +110,7 @@ class Relay : public moqt::TrackSource {
   // The session to the upstream relay once SETUP is done; nullptr when it ended. Announcements
   // made here are forwarded to it, and requests nobody here can answer go to it.
   void SetUpstream(moqt::MoqtSession* upstream);
-  // Lets deadlines fire (upstream answers that do not come).
+  // Lets deadlines fire (upstream answers that do not come, upstreams that stall).
   void OnTimer();
 
   // ---- TrackSource
@@ -153,6 +164,12 @@ class Relay : public moqt::TrackSource {
   void PeerGone(RelayPeer* peer);
   void ForwardAnnouncement(const moqt::TrackNamespace& ns, Announcement& a);
 
+  // Ends the feeds of upstream sessions that owe data and delivered nothing for
+  // upstream_stall_ms (one watch per session: QUIC flow control is per connection, and one
+  // feed starved by the upstream's other streams is not a stall); the upstream relay's link is
+  // closed too.
+  void CheckStalledUpstreams(uint64_t now);
+
   // From TrackFeed.
   void FeedEnded(TrackFeed* feed);
   // Room for `bytes` more in the cache (evicting idle publications); false: refused.
@@ -171,6 +188,13 @@ class Relay : public moqt::TrackSource {
   std::map<moqt::TrackNamespace, int> ns_refs_;
   std::set<moqt::NamespaceListener*> ns_listeners_;
   std::map<moqt::FullTrackName, std::shared_ptr<TrackFeed>, FullTrackNameLess> feeds_;
+  // Upstream sessions owing data: what they had delivered (objects received, bytes of objects
+  // being reassembled) when it last changed, and since when.
+  struct UpstreamWatch {
+    std::pair<uint64_t, uint64_t> delivered;
+    uint64_t since_ms = 0;
+  };
+  std::map<moqt::MoqtSession*, UpstreamWatch> upstream_watch_;
   std::shared_ptr<int> alive_ = std::make_shared<int>(0);
 };
 

@@ -25,6 +25,8 @@ const char* RefusalName(Refusal r) {
       return "upstream_error";
     case Refusal::kSlowSubscriber:
       return "slow_subscriber";
+    case Refusal::kUpstreamStalled:
+      return "upstream_stalled";
     case Refusal::kCount:
       break;
   }

@@ -20,6 +20,7 @@ enum class Refusal : int {
   kTimeout,           // the upstream did not answer in time
   kUpstreamError,     // the upstream refused (its code is passed on)
   kSlowSubscriber,    // a subscription or fetch cut off: its subscriber took nothing in time
+  kUpstreamStalled,   // an upstream feed ended: its session delivered nothing owed in time
   kCount
 };
 const char* RefusalName(Refusal r);

@@ -100,11 +100,8 @@ void RelayPeer::OnPublishNamespaceDone(const moqt::TrackNamespace& ns) {
 void RelayPeer::OnSubscriberCutOff(moqt::MessageType type, const moqt::FullTrackName& track,
                                    uint64_t request_id, uint64_t stalled_ms) {
   relay_->metrics_.Refuse(Refusal::kSlowSubscriber);
-  std::string name;
-  for (const std::string& f : track.track_namespace) name += f + "/";
-  name += track.name;
   relay_->Log(std::string(type == moqt::MessageType::kFetch ? "fetch " : "subscription ") +
-              std::to_string(request_id) + " of " + name +
+              std::to_string(request_id) + " of " + TrackLabel(track) +
               " cut off (TOO_FAR_BEHIND): its subscriber took nothing for " +
               std::to_string(stalled_ms) + " ms");
 }

@@ -660,6 +660,76 @@ TEST(RelayTest, LiveGroupsArrivingOutOfOrderAreNotClaimedComplete) {
   }
 }
 
+// An upstream that stops delivering what it owes (the rest of a group, here held back on its
+// side, while the next group arrived) ends the relay's feed after the stall deadline (a fake
+// clock; Relay::OnTimer as RelayServer ticks it): the downstream subscription ends with
+// PUBLISH_DONE saying why, the refusal is counted, nothing partial stays cached. A live track
+// between objects owes nothing and is never judged stalled. A publisher's session stays open
+// (it is the publisher's to end); the upstream relay's link is closed, to be reconnected.
+TEST(RelayTest, AnUpstreamThatStopsDeliveringEndsItsFeedsWithinTheStallDeadline) {
+  for (const bool through_upstream_relay : {false, true}) {
+    SCOPED_TRACE(through_upstream_relay);
+    Net net;
+    uint64_t now_ms = 0;
+    RelayOptions o = Opts("r1");
+    o.clock_ms = [&now_ms] { return now_ms; };
+    o.upstream_stall_ms = 1000;
+    Node root(Opts("root")), node(std::move(o));
+    HeldStreams hold;
+    Publisher pub;
+    Client up;
+    if (through_upstream_relay) {  // the held streams are the root's to this relay
+      up = Connect(net, root, &node.relay, {}, nullptr, {}, {}, hold.Options());
+      node.relay.SetUpstream(up.session.get());
+      net.Run();
+      pub.Start(net, root);
+    } else {
+      pub.Start(net, node, kNs, {}, hold.Options());
+    }
+    Client s = Connect(net, node, nullptr);
+    auto sub = std::make_shared<Sub>();
+    ASSERT_TRUE(s.session->Subscribe(Name("k.raw.s0"), JoinFromStart(), sub).ok());
+    net.Run();
+    auto tick = [&](uint64_t ms) {
+      now_ms += ms;
+      node.relay.OnTimer();
+      net.Run();
+    };
+    pub.Produce(net, 0, 1, 2);
+    ASSERT_TRUE(pub.track->StartGroup(1).ok());
+    const std::string p10 = Payload(1, 0);
+    ASSERT_TRUE(
+        pub.track->AppendObject(ByteSpan(reinterpret_cast<const uint8_t*>(p10.data()), p10.size()))
+            .ok());
+    net.Run();
+    for (int i = 0; i < 5; ++i) tick(600);  // between objects of the newest group: owes nothing
+    EXPECT_EQ(node.relay.feeds_in_flight(), 1u);
+    hold.holding = true;
+    pub.Produce(net, 2, 3, 2);  // group 2's stream stays with the upstream ...
+    hold.holding = false;
+    pub.Produce(net, 3, 4, 2);  // ... while group 3's arrives: group 2 is owed
+    EXPECT_EQ(sub->got.size(), 5u);
+    tick(600);
+    tick(600);  // nothing delivered for 600 ms: not yet
+    EXPECT_EQ(node.relay.feeds_in_flight(), 1u);
+    EXPECT_FALSE(sub->done.has_value());
+    tick(600);  // 1200 ms
+    EXPECT_EQ(node.relay.feeds_in_flight(), 0u);
+    EXPECT_EQ(node.relay.metrics().refusals[static_cast<int>(Refusal::kUpstreamStalled)].load(),
+              1u);
+    ASSERT_TRUE(sub->done.has_value()) << "the downstream subscription still waits";
+    EXPECT_FALSE(sub->done->track_ended);
+    EXPECT_NE(sub->done->reason.find("stalled"), std::string::npos) << sub->done->reason;
+    EXPECT_EQ(node.relay.cache().publication_count(), 0u);  // nothing partial stays
+    if (through_upstream_relay) {
+      EXPECT_FALSE(up.pair->client().IsOpen()) << "the stalled upstream link stays open";
+    } else {
+      EXPECT_TRUE(pub.client.pair->client().IsOpen());
+    }
+    hold.Release(net);
+  }
+}
+
 // A subscriber that stops reading (its connection is never pumped again: the relay's writes
 // to it stay in its bounded send buffers) neither delays the others nor stops the relay.
 TEST(RelayTest, ASlowSubscriberDoesNotDelayTheOthers) {

@@ -142,6 +142,13 @@ bool TrackFeed::EndedAndKnown() const {
          track_->KnownThrough(*track_->end_of_track());
 }
 
+bool TrackFeed::OwesData() const {
+  if (!answered_ || ended_) return false;
+  if (!fill_done_) return true;
+  std::optional<Location> largest = track_->largest();
+  return largest && largest->group > 0 && !track_->KnownThrough({largest->group - 1, UINT64_MAX});
+}
+
 void TrackFeed::Abandon(moqt::RequestErrorCode code, const std::string& reason) {
   if (ended_) return;
   auto self = shared_from_this();

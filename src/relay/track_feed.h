@@ -48,6 +48,10 @@ class TrackFeed : public moqt::SubscribeVisitor, public std::enable_shared_from_
   uint64_t deadline_ms() const { return deadline_ms_; }
   // The upstream session is being destroyed: never call into it again.
   void Detach() { session_ = nullptr; }
+  // The upstream answered and still owes data it must be sending now: the fill up to its
+  // Largest Object, or the rest of a group before the newest one received (publishers finish
+  // a group before they start the next). A live track between objects owes nothing.
+  bool OwesData() const;
   // The upstream session is going away (or did not answer in time): end as a failure.
   void Abandon(moqt::RequestErrorCode code, const std::string& reason);
 
