@@ -1023,9 +1023,7 @@ TEST(MoqtPublishDoneTest, TooFarBehindDoesNotWaitForStreamsThatWereReset) {
   auto sub = std::make_shared<Sub>();
   ASSERT_TRUE(p.client->Subscribe({{"a"}, "b"}, {}, sub).ok());
   p.pair.RunUntilIdle();
-  SubscribeOk ok;
-  ok.track_alias = 1;
-  p.Send(0, ok);
+  p.Send(0, SubscribeOk{});
   PublishDone done;
   done.status_code = static_cast<uint64_t>(PublishDoneCode::kTooFarBehind);
   done.stream_count = 2;  // neither stream's header ever reaches the subscriber

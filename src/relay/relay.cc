@@ -196,7 +196,11 @@ void Relay::CheckStalledUpstreams(uint64_t now) {
       w->second = UpstreamWatch{delivered, now};
       continue;
     }
-    if (now - w->second.since_ms >= options_.upstream_stall_ms) {
+    // The upstream relay's link gets twice the deadline: when a publisher behind it stalls, the
+    // upstream relay's own cut-off (PUBLISH_DONE) reaches us first, and the link, which serves
+    // other feeds too, stays.
+    const uint64_t deadline = options_.upstream_stall_ms * (session == upstream_ ? 2 : 1);
+    if (now - w->second.since_ms >= deadline) {
       stalled.emplace_back(session, now - w->second.since_ms);
     }
   }

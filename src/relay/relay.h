@@ -55,9 +55,10 @@ inline constexpr uint64_t kDefaultUpstreamTimeoutMs = 10'000;
 inline constexpr uint64_t kDefaultSubscriberStallMs = 10'000;
 // How long an upstream session (a publisher, or the upstream relay) may deliver nothing while
 // it owes us data (a fill not finished, a group before the newest one not ended) before the
-// feeds it owes end with an error; the upstream relay's link is then closed, and RelayServer
-// reconnects it. The same reasoning as for subscribers: far beyond a healthy peer's pauses in
-// the middle of a delivery, below the QUIC idle timeout.
+// feeds it owes end with an error; the upstream relay's link (judged after twice this, so that
+// the upstream relay's own cut-off of a stalled publisher behind it comes first) is then closed,
+// and RelayServer reconnects it. The same reasoning as for subscribers: far beyond a healthy peer's
+// pauses in the middle of a delivery, below the QUIC idle timeout.
 inline constexpr uint64_t kDefaultUpstreamStallMs = 10'000;
 
 struct RelayOptions {

@@ -90,6 +90,18 @@ struct Net {
       if (n == 0) return;
     }
   }
+  // Takes connection `p` out of the runs (it moves nothing until put back in `pairs`); null if
+  // it is not here.
+  std::unique_ptr<InMemorySessionPair> Unplug(const InMemorySessionPair* p) {
+    for (auto it = pairs.begin(); it != pairs.end(); ++it) {
+      if (it->get() == p) {
+        std::unique_ptr<InMemorySessionPair> out = std::move(*it);
+        pairs.erase(it);
+        return out;
+      }
+    }
+    return nullptr;
+  }
   std::vector<std::unique_ptr<InMemorySessionPair>> pairs;
 };
 
@@ -662,10 +674,11 @@ TEST(RelayTest, LiveGroupsArrivingOutOfOrderAreNotClaimedComplete) {
 
 // An upstream that stops delivering what it owes (the rest of a group, here held back on its
 // side, while the next group arrived) ends the relay's feed after the stall deadline (a fake
-// clock; Relay::OnTimer as RelayServer ticks it): the downstream subscription ends with
-// PUBLISH_DONE saying why, the refusal is counted, nothing partial stays cached. A live track
-// between objects owes nothing and is never judged stalled. A publisher's session stays open
-// (it is the publisher's to end); the upstream relay's link is closed, to be reconnected.
+// clock; Relay::OnTimer as RelayServer ticks it; twice that for the upstream relay): the downstream
+// subscription ends with PUBLISH_DONE saying why, the refusal is counted, nothing partial stays
+// cached. A live track between objects owes nothing and is never judged stalled. A publisher's
+// session stays open (it is the publisher's to end); the upstream relay's link is closed, to be
+// reconnected.
 TEST(RelayTest, AnUpstreamThatStopsDeliveringEndsItsFeedsWithinTheStallDeadline) {
   for (const bool through_upstream_relay : {false, true}) {
     SCOPED_TRACE(through_upstream_relay);
@@ -713,7 +726,14 @@ TEST(RelayTest, AnUpstreamThatStopsDeliveringEndsItsFeedsWithinTheStallDeadline)
     tick(600);  // nothing delivered for 600 ms: not yet
     EXPECT_EQ(node.relay.feeds_in_flight(), 1u);
     EXPECT_FALSE(sub->done.has_value());
-    tick(600);  // 1200 ms
+    tick(600);  // 1200 ms: past the deadline for a publisher
+    if (through_upstream_relay) {
+      // The upstream relay's link gets twice the deadline: the upstream relay's own cut-off of
+      // a stalled publisher behind it comes first.
+      EXPECT_EQ(node.relay.feeds_in_flight(), 1u);
+      tick(600);
+      tick(600);  // 2400 ms
+    }
     EXPECT_EQ(node.relay.feeds_in_flight(), 0u);
     EXPECT_EQ(node.relay.metrics().refusals[static_cast<int>(Refusal::kUpstreamStalled)].load(),
               1u);
@@ -751,14 +771,7 @@ TEST(RelayTest, ASlowSubscriberDoesNotDelayTheOthers) {
   net.Run();
   ASSERT_TRUE(slow_sub->ok.has_value());
   // From now on the slow subscriber reads nothing.
-  std::unique_ptr<InMemorySessionPair> parked;
-  for (auto it = net.pairs.begin(); it != net.pairs.end(); ++it) {
-    if (it->get() == slow.pair) {
-      parked = std::move(*it);
-      net.pairs.erase(it);
-      break;
-    }
-  }
+  std::unique_ptr<InMemorySessionPair> parked = net.Unplug(slow.pair);
   ASSERT_NE(parked, nullptr);
   pub.Produce(net, 0, 4, 4);
   ASSERT_TRUE(pub.track->EndTrack().ok());
@@ -795,14 +808,8 @@ struct StallBench {
   }
   // From now on `c` takes nothing (its connection is not pumped) until Unpark().
   void Park(const Client& c) {
-    for (auto it = net.pairs.begin(); it != net.pairs.end(); ++it) {
-      if (it->get() == c.pair) {
-        parked = std::move(*it);
-        net.pairs.erase(it);
-        return;
-      }
-    }
-    ADD_FAILURE() << "no such connection";
+    parked = net.Unplug(c.pair);
+    if (!parked) ADD_FAILURE() << "no such connection";
   }
   void Unpark() {
     net.pairs.push_back(std::move(parked));
