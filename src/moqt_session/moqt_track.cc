@@ -327,6 +327,20 @@ std::optional<uint64_t> Track::oldest_group() const {
   return groups_.begin()->first;
 }
 
+void Track::SetTrackProperties(Properties properties) {
+  for (const KeyValuePair& p : properties) {
+    if (p.type == static_cast<uint64_t>(PropertyType::kDefaultPublisherPriority) &&
+        p.value <= 255) {
+      options_.publisher_priority = static_cast<uint8_t>(p.value);
+    } else if (p.type == static_cast<uint64_t>(PropertyType::kDefaultPublisherGroupOrder) &&
+               (p.value == static_cast<uint64_t>(GroupOrder::kAscending) ||
+                p.value == static_cast<uint64_t>(GroupOrder::kDescending))) {
+      options_.group_order = static_cast<GroupOrder>(p.value);
+    }
+  }
+  options_.track_properties = std::move(properties);
+}
+
 Properties Track::WireTrackProperties() const {
   Properties p = options_.track_properties;
   auto set = [&p](PropertyType t, uint64_t v) {

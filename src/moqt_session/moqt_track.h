@@ -128,10 +128,11 @@ class Track {
   // largest() reports at least this, so downstream subscriptions split live and fill where the
   // upstream did.
   void SetLargestKnown(const Location& largest);
-  // The upstream's track properties (SUBSCRIBE_OK), passed on downstream.
-  void SetTrackProperties(Properties properties) {
-    options_.track_properties = std::move(properties);
-  }
+  // The upstream's track properties (SUBSCRIBE_OK), passed on downstream. Its
+  // DEFAULT_PUBLISHER_PRIORITY and DEFAULT_PUBLISHER_GROUP_ORDER become this track's defaults,
+  // so what the track writes itself (an End of Track learned from PUBLISH_DONE, GroupPriority of
+  // an empty group) is scheduled as the original publisher's would be.
+  void SetTrackProperties(Properties properties);
   // While filling, only objects at or below complete_through() are known: every one that exists
   // is stored. Fetch and fill streams wait for later ones instead of ending (a gap on a fetch
   // stream means "does not exist"). StartFilling(nullopt): nothing known yet. A Track that never

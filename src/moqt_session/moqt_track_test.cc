@@ -28,6 +28,28 @@ TEST(TrackTest, AppendObjectByMoveOrSharedKeepsTheProducersBuffer) {
   EXPECT_EQ(*t.Find({0, 2})->payload, copied);
 }
 
+// A relay's copy of a track takes the upstream's defaults from SUBSCRIBE_OK's track properties:
+// what it writes itself (End of Track, an empty group's priority) is scheduled like the
+// original's. Out-of-range values are passed on but not applied.
+TEST(TrackTest, UpstreamTrackPropertiesBecomeTheDefaults) {
+  Track t({{"ns"}, "t"}, {});
+  EXPECT_EQ(t.GroupPriority(3), 128);
+  t.SetTrackProperties(
+      {KeyValuePair::Int(static_cast<uint64_t>(PropertyType::kDefaultPublisherPriority), 0),
+       KeyValuePair::Int(static_cast<uint64_t>(PropertyType::kDefaultPublisherGroupOrder), 2)});
+  EXPECT_EQ(t.GroupPriority(3), 0);
+  EXPECT_EQ(t.options().group_order, GroupOrder::kDescending);
+  ASSERT_TRUE(t.EndTrack().ok());
+  EXPECT_EQ(t.Find({0, 0})->publisher_priority, 0);
+  Track u({{"ns"}, "u"}, {});
+  u.SetTrackProperties(
+      {KeyValuePair::Int(static_cast<uint64_t>(PropertyType::kDefaultPublisherPriority), 300),
+       KeyValuePair::Int(static_cast<uint64_t>(PropertyType::kDefaultPublisherGroupOrder), 7)});
+  EXPECT_EQ(u.GroupPriority(0), 128);
+  EXPECT_EQ(u.options().group_order, GroupOrder::kAscending);
+  EXPECT_EQ(u.options().track_properties.size(), 2u);
+}
+
 TEST(TrackTest, GroupByGroupWithEndOfGroupAndEndOfTrack) {
   Track t({{"ns"}, "t"}, {});
   EXPECT_TRUE(t.AppendObject(B("x")).status().Is(TrackError::kNoOpenGroup));

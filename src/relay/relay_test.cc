@@ -392,6 +392,90 @@ TEST(RelayTest, AFetchThroughAMissStreamsGroupsAsTheUpstreamDeliversThem) {
   EXPECT_EQ(node.relay.metrics().upstream_requests.load(), 1u);
 }
 
+// A finished publication's manifest reaches a consumer ahead of its data. The consumer of a
+// closed KVCS publication subscribes the manifest with Relative Start 1, whose fill is the
+// manifest track's End of Track alone (KVCS draft §5.2); the relay learned of that end from the
+// upstream's PUBLISH_DONE and writes the End of Track itself. It must carry the track's
+// publisher priority (the manifest's 0, from DEFAULT_PUBLISHER_PRIORITY), not the protocol
+// default 128: with 128 the relay sent it after every data group (priorities up to 124), so the
+// consumer learned the publication was closed, and fetched its manifest, only after all the
+// data, and could verify no layer until then.
+TEST(RelayTest, AClosedTracksEndOfTrackKeepsThePublishersPriority) {
+  constexpr uint64_t kGroups = 8, kObjects = 4, kSize = 8 << 10;
+  Net net;
+  Node node(Opts("r1"));
+  Publisher pub;
+  pub.Start(net, node);
+  moqt::TrackOptions mo;
+  mo.publisher_priority = 0;
+  auto manifest = pub.store.CreateTrack(Name("manifest"), mo);
+  ASSERT_TRUE(manifest.ok());
+  ASSERT_TRUE((*manifest)->StartGroup(0).ok());
+  ASSERT_TRUE((*manifest)->AppendObject(Bytes(100, 7)).ok());
+  ASSERT_TRUE((*manifest)->EndGroup().ok());
+  ASSERT_TRUE((*manifest)->EndTrack().ok());
+  for (uint64_t g = 0; g < kGroups; ++g) {
+    ASSERT_TRUE(pub.track->StartGroup(g).ok());
+    for (uint64_t o = 0; o < kObjects; ++o) {
+      moqt::PublishedObject po;
+      po.location = {g, o};
+      po.publisher_priority = static_cast<uint8_t>(64 + g);  // below the default, above 0
+      po.payload = std::make_shared<const Bytes>(kSize, uint8_t(g));
+      ASSERT_TRUE(pub.track->AddObject(std::move(po)).ok());
+    }
+    ASSERT_TRUE(pub.track->EndGroup().ok());
+  }
+  ASSERT_TRUE(pub.track->EndTrack().ok());
+  net.Run();
+  // A first consumer brings both finished tracks into the relay's cache.
+  struct Drain : moqt::FetchVisitor {
+    void OnObject(const moqt::ReceivedObject&) override {}
+    void OnComplete(const moqt::FetchDone& d) override { done = d; }
+    std::optional<moqt::FetchDone> done;
+  };
+  {
+    Client warm = Connect(net, node, nullptr);
+    auto k = std::make_shared<Drain>();
+    auto m = std::make_shared<Drain>();
+    moqt::FetchOptions fo;
+    fo.range = LocationFilter{T::kAbsoluteStartGroupEnd, 0, 0, kGroups - 1};
+    ASSERT_TRUE(warm.session->Fetch(Name("k.raw.s0"), fo, k).ok());
+    fo.range = LocationFilter{T::kAbsoluteStartGroupEnd, 0, 0, 0};
+    ASSERT_TRUE(warm.session->Fetch(Name("manifest"), fo, m).ok());
+    net.Run();
+    ASSERT_TRUE(k->done && k->done->ok && m->done && m->done->ok);
+  }
+  struct Watch : moqt::SubscribeVisitor {
+    void OnObject(const moqt::ReceivedObject& o) override {
+      if (o.status == moqt::ObjectStatus::kNormal) ++(*objects);
+    }
+    void OnComplete(const moqt::SubscriptionDone& d) override {
+      done = d;
+      objects_at_done = *objects;
+    }
+    std::shared_ptr<uint64_t> objects;
+    std::optional<moqt::SubscriptionDone> done;
+    uint64_t objects_at_done = 0;
+  };
+  auto data_objects = std::make_shared<uint64_t>(0);
+  auto data = std::make_shared<Watch>();
+  data->objects = data_objects;
+  auto man = std::make_shared<Watch>();
+  man->objects = data_objects;  // counts the data objects that arrived before its end
+  transport::test::InMemoryOptions slow_link;  // relay -> consumer: 16 KiB per round
+  slow_link.send_capacity_per_pump = 16 << 10;
+  Client c = Connect(net, node, nullptr, {}, nullptr, {}, {}, slow_link);
+  ASSERT_TRUE(c.session->Subscribe(Name("k.raw.s0"), JoinFromStart(), data).ok());
+  moqt::SubscribeOptions ms;
+  ms.fill = LocationFilter{T::kRelativeStart, 1};
+  ASSERT_TRUE(c.session->Subscribe(Name("manifest"), ms, man).ok());
+  net.RunInterleaved();
+  ASSERT_TRUE(data->done && data->done->track_ended);
+  EXPECT_EQ(*data_objects, kGroups * kObjects);
+  ASSERT_TRUE(man->done && man->done->track_ended);
+  EXPECT_LE(man->objects_at_done, kObjects) << "the manifest's End of Track waited behind the data";
+}
+
 TEST(RelayTest, TheUpstreamsErrorIsPassedOn) {
   Net net;
   Node node(Opts("r1"));

@@ -115,6 +115,7 @@ void TrackFeed::OnComplete(const moqt::SubscriptionDone& done) {
       }
       moqt::PublishedObject e;
       e.location = eot;
+      e.publisher_priority = track_->options().publisher_priority;  // the upstream's default
       e.status = ObjectStatus::kEndOfTrack;
       (void)track_->InsertObject(std::move(e));
     }
