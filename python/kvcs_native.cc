@@ -107,6 +107,25 @@ class Load {
     failed.resize(n);
     return failed;
   }
+  // Where each block of the layer came from: "store", "relay" or "recompute" (waits for it).
+  std::vector<std::string> BlockSources(uint32_t layer) {
+    Live();
+    std::vector<uint8_t> src(n_blocks_);
+    size_t n = 0;
+    int s;
+    {
+      py::gil_scoped_release nogil;
+      s = kvcs_load_block_sources(h_, layer, src.data(), src.size(), &n);
+    }
+    if (s != KVCS_OK) Raise(s);
+    std::vector<std::string> out;
+    for (size_t i = 0; i < n && i < src.size(); ++i) {
+      out.push_back(src[i] == KVCS_SOURCE_STORE   ? "store"
+                    : src[i] == KVCS_SOURCE_RELAY ? "relay"
+                                                  : "recompute");
+    }
+    return out;
+  }
   void Cancel() {
     Live();
     py::gil_scoped_release nogil;
@@ -329,6 +348,8 @@ PYBIND11_MODULE(_kvcs_native, m) {
   py::class_<Load>(m, "Load")
       .def("wait_layer", &Load::WaitLayer, py::arg("layer"),
            "Blocks until the layer is in place; returns the failed block indices ([] = all).")
+      .def("block_sources", &Load::BlockSources, py::arg("layer"),
+           "Where each block of the layer came from: 'store', 'relay' or 'recompute'.")
       .def("cancel", &Load::Cancel)
       .def("finish", &Load::Finish, "Waits for the loader; returns the overall status name.")
       .def("close", &Load::Close);

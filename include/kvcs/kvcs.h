@@ -163,7 +163,11 @@ typedef struct kvcs_load kvcs_load;
  * engine block block_ids[i] (n_block_ids = n_tokens / B - first_block, >= 1). Every argument is
  * checked first; then a loader thread streams the layers from the store and writes each block of
  * each layer as it arrives (after its digest verified; over MOQT a layer is written once every
- * block of it verified, so a corrupt or missing object fails its layer's blocks). The buffers
+ * block of it verified, and when the publication ends the verified blocks of layers that did not
+ * complete, so a corrupt or missing object fails only its block; with a store_url too, those
+ * blocks are then recovered from the store's KVSP endpoints (kvcs store's /_kvsp, which serves
+ * the "kvcache" bucket), and a prompt no publication at the relay serves is loaded from the store
+ * whole; see kvcs_load_block_sources). The buffers
  * must stay valid until
  * kvcs_load_free returns. NULL on failure. */
 KVCS_API kvcs_load* kvcs_load_start(kvcs_client* client, const uint32_t* tokens, size_t n_tokens,
@@ -178,6 +182,22 @@ KVCS_API kvcs_load* kvcs_load_start(kvcs_client* client, const uint32_t* tokens,
  * KVCS_ERR_UNKNOWN_LAYER, KVCS_ERR_FINISHED. failed may be NULL when failed_cap is 0. */
 KVCS_API kvcs_status kvcs_load_wait_layer(kvcs_load* load, uint32_t layer, uint32_t* failed,
                                           size_t failed_cap, size_t* n_failed);
+/* Where each block of a layer came from (kvcs_block_source values, one byte per block: indices
+ * into block_ids; at most sources_cap written, *n_sources gets the full count). Blocks until
+ * the layer is in place or failed, like kvcs_load_wait_layer, and also answers after
+ * kvcs_load_finish. KVCS_SOURCE_STORE: the store (HTTP or same host; with a relay_url and a
+ * store_url, a block the relay did not deliver, recovered from the store); KVCS_SOURCE_RELAY:
+ * the MOQT publication through the relay; KVCS_SOURCE_RECOMPUTE: no source had it (the block is
+ * among the layer's failed blocks). Errors: KVCS_ERR_INVALID_ARGUMENT (NULL load, or NULL sources
+ * with sources_cap > 0), KVCS_ERR_UNKNOWN_LAYER. */
+typedef enum kvcs_block_source {
+  KVCS_SOURCE_PENDING = 0, /* not decided (never returned) */
+  KVCS_SOURCE_STORE = 1,
+  KVCS_SOURCE_RELAY = 2,
+  KVCS_SOURCE_RECOMPUTE = 3
+} kvcs_block_source;
+KVCS_API kvcs_status kvcs_load_block_sources(kvcs_load* load, uint32_t layer, uint8_t* sources,
+                                             size_t sources_cap, size_t* n_sources);
 /* Stops the loader: once it returns, nothing more is written into the buffers; layers not yet
  * written stay untouched and report KVCS_ERR_CANCELLED (a layer being written when it is called
  * completes first, so this may wait for one layer's copy). */

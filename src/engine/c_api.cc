@@ -311,6 +311,23 @@ kvcs_status kvcs_load_wait_layer(kvcs_load* load, uint32_t layer, uint32_t* fail
   });
 }
 
+kvcs_status kvcs_load_block_sources(kvcs_load* load, uint32_t layer, uint8_t* sources,
+                                    size_t sources_cap, size_t* n_sources) {
+  return Guard([&] {
+    if (!load || (!sources && sources_cap)) {
+      return Fail(KVCS_ERR_INVALID_ARGUMENT, "NULL argument");
+    }
+    std::vector<kvcs::engine::LoadSource> got;
+    Status s = load->impl->BlockSources(layer, &got);
+    if (!s.ok()) return FromStatus(s);
+    if (n_sources) *n_sources = got.size();
+    for (size_t i = 0; i < got.size() && i < sources_cap; ++i) {
+      sources[i] = static_cast<uint8_t>(got[i]);
+    }
+    return KVCS_OK;
+  });
+}
+
 kvcs_status kvcs_load_cancel(kvcs_load* load) {
   return Guard([&] {
     if (!load) return Fail(KVCS_ERR_INVALID_ARGUMENT, "NULL argument");

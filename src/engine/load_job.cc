@@ -208,6 +208,25 @@ Status LoadJob::WaitLayer(uint32_t layer, std::vector<uint32_t>* failed) {
   return state_[layer].status;
 }
 
+Status LoadJob::BlockSources(uint32_t layer, std::vector<LoadSource>* sources) {
+  sources->clear();
+  if (layer >= layers_.size()) {
+    return EngineStatus(Code::kInvalidArgument, EngineError::kUnknownLayer,
+                        "layer " + std::to_string(layer) + " of a model with " +
+                            std::to_string(layers_.size()) + " layers");
+  }
+  std::unique_lock<std::mutex> l(mu_);
+  cv_.wait(l, [&] { return state_[layer].done; });
+  const LayerState& st = state_[layer];
+  if (!st.sources.empty()) {
+    *sources = st.sources;
+    return Status::Ok();
+  }
+  sources->assign(keys_.size(), LoadSource::kStore);
+  for (uint32_t j : st.failed) (*sources)[j] = LoadSource::kRecompute;
+  return Status::Ok();
+}
+
 void LoadJob::Cancel() {
   {
     std::lock_guard<std::mutex> writing(write_mu_);
