@@ -293,6 +293,20 @@ class Client {
     Check(s);
     return n;
   }
+  // (loadable tokens, where: "relay URL publication NS", "store URL bucket B" or "").
+  std::pair<size_t, std::string> LookupSource(const std::vector<int64_t>& tokens,
+                                              size_t first_block) {
+    auto t = ToU32(tokens, "tokens");
+    size_t n = 0;
+    char where[512];
+    int s;
+    {
+      py::gil_scoped_release nogil;
+      s = kvcs_lookup_source(h_, t.data(), t.size(), first_block, &n, where, sizeof where);
+    }
+    Check(s);
+    return {n, std::string(where)};
+  }
   std::unique_ptr<Load> StartLoad(const std::vector<int64_t>& tokens, size_t first_block,
                                   const std::vector<int64_t>& block_ids,
                                   const std::vector<std::pair<py::object, py::object>>& layers,
@@ -375,6 +389,9 @@ PYBIND11_MODULE(_kvcs_native, m) {
       .def_property_readonly("kv_dtype", &Client::kv_dtype)
       .def("block_key", &Client::BlockKey, py::arg("tokens"), py::arg("index"))
       .def("lookup", &Client::Lookup, py::arg("tokens"), py::arg("first_block") = 0)
+      .def("lookup_source", &Client::LookupSource, py::arg("tokens"), py::arg("first_block") = 0,
+           "(loadable tokens, where they are: 'relay URL publication NS', 'store URL bucket B' "
+           "or '')")
       .def("load", &Client::StartLoad, py::arg("tokens"), py::arg("first_block"),
            py::arg("block_ids"), py::arg("layers"), py::arg("layout"))
       .def("save", &Client::BeginSave, py::arg("tokens"), py::arg("first_block"),

@@ -145,6 +145,14 @@ KVCS_API kvcs_status kvcs_block_key(const kvcs_client* client, const uint32_t* t
 KVCS_API kvcs_status kvcs_lookup(kvcs_client* client, const uint32_t* tokens, size_t n_tokens,
                                  size_t first_block, size_t* loadable_tokens);
 
+/* kvcs_lookup, also saying where the loadable tokens are: `where` (where_len bytes, NUL-terminated,
+ * truncated to fit; may be NULL when where_len is 0) gets "relay URL publication
+ * kvcs-1/<scope>/<compat>/<anchor>/<pub>" (the MOQT publication a load would retrieve),
+ * "store URL bucket BUCKET", or "" when nothing beyond first_block is loadable. */
+KVCS_API kvcs_status kvcs_lookup_source(kvcs_client* client, const uint32_t* tokens,
+                                        size_t n_tokens, size_t first_block,
+                                        size_t* loadable_tokens, char* where, size_t where_len);
+
 /* Where a layer's K and V live in the engine (see the file comment). Strides are in bytes. */
 typedef struct kvcs_paged_layout {
   int64_t block_stride, token_stride, head_stride;

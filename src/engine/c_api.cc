@@ -278,6 +278,26 @@ kvcs_status kvcs_lookup(kvcs_client* client, const uint32_t* tokens, size_t n_to
   });
 }
 
+kvcs_status kvcs_lookup_source(kvcs_client* client, const uint32_t* tokens, size_t n_tokens,
+                               size_t first_block, size_t* loadable_tokens, char* where,
+                               size_t where_len) {
+  return Guard([&] {
+    if (!client || !loadable_tokens || !TokensOk(tokens, n_tokens) || (!where && where_len)) {
+      return Fail(KVCS_ERR_INVALID_ARGUMENT, "NULL argument");
+    }
+    std::string w;
+    auto r = client->impl->Lookup(std::span<const uint32_t>(tokens, n_tokens), first_block, &w);
+    if (!r.ok()) return FromStatus(r.status());
+    *loadable_tokens = *r;
+    if (where_len) {
+      const size_t n = std::min(w.size(), where_len - 1);
+      std::memcpy(where, w.data(), n);
+      where[n] = 0;
+    }
+    return KVCS_OK;
+  });
+}
+
 kvcs_load* kvcs_load_start(kvcs_client* client, const uint32_t* tokens, size_t n_tokens,
                            size_t first_block, const uint32_t* block_ids, size_t n_block_ids,
                            const kvcs_layer_buffers* layers, size_t n_layers,

@@ -12,6 +12,7 @@
 #include "kvsp/codec.h"
 #include "objcache/aggregate_wire.h"
 #include "objcache/block_layout.h"
+#include "profile/namespace.h"
 
 namespace kvcs::engine {
 namespace {
@@ -163,18 +164,27 @@ std::string EngineClient::ObjectKey(const Digest& block_key) const {
                                   kvsp::CodecName(kvsp::Codec::kRaw));
 }
 
-Result<size_t> EngineClient::Lookup(std::span<const uint32_t> tokens, size_t first_block) {
+Result<size_t> EngineClient::Lookup(std::span<const uint32_t> tokens, size_t first_block,
+                                    std::string* where) {
+  std::string unused;
+  if (!where) where = &unused;
+  where->clear();
   std::vector<Digest> keys = Keys(tokens);
   if (first_block > keys.size()) {
     return Status(Code::kInvalidArgument, "first_block " + std::to_string(first_block) +
                                               " is beyond the prompt's " +
                                               std::to_string(keys.size()) + " full blocks");
   }
-  if (moqt_) return LookupRelay(tokens, first_block);
-  return LookupStore(keys, first_block);
+  if (moqt_) return LookupRelay(tokens, first_block, where);
+  KVCS_ASSIGN_OR_RETURN(size_t held, LookupStore(keys, first_block));
+  if (held > first_block * options_.descriptor.block_tokens) {
+    *where = "store " + options_.store_url + " bucket " + options_.bucket;
+  }
+  return held;
 }
 
-Result<size_t> EngineClient::LookupRelay(std::span<const uint32_t> tokens, size_t first_block) {
+Result<size_t> EngineClient::LookupRelay(std::span<const uint32_t> tokens, size_t first_block,
+                                         std::string* where) {
   const uint32_t b = options_.descriptor.block_tokens;
   const size_t full = tokens.size() / b;
   if (first_block >= full) return first_block * b;
@@ -187,6 +197,9 @@ Result<size_t> EngineClient::LookupRelay(std::span<const uint32_t> tokens, size_
                         "lookup: " + p.status().message());
   }
   const size_t held = *p ? std::min<size_t>((*p)->blocks, full) : 0;
+  if (held > first_block) {
+    *where = "relay " + options_.relay_url + " publication " + profile::ToString((*p)->ns);
+  }
   return std::max(held, first_block) * b;
 }
 

@@ -103,8 +103,10 @@ class EngineClient {
   // The store object key of a block.
   std::string ObjectKey(const Digest& block_key) const;
   // Leading loadable tokens (see kvcs_lookup): from the relay when one is configured, else the
-  // store.
-  Result<size_t> Lookup(std::span<const uint32_t> tokens, size_t first_block);
+  // store. *where (when non-null) gets where they are (kvcs_lookup_source): "relay URL
+  // publication NAMESPACE", "store URL bucket B", or "" when nothing beyond first_block is.
+  Result<size_t> Lookup(std::span<const uint32_t> tokens, size_t first_block,
+                        std::string* where = nullptr);
 
   bool has_store() const { return !options_.store_url.empty(); }
   // The MOQT path; null without a relay_url.
@@ -139,7 +141,8 @@ class EngineClient {
   Result<size_t> LookupStore(const std::vector<Digest>& keys, size_t first_block);
   // One HEAD per block: for a store without the existence query.
   Result<size_t> LookupByHead(const std::vector<Digest>& keys, size_t first_block);
-  Result<size_t> LookupRelay(std::span<const uint32_t> tokens, size_t first_block);
+  Result<size_t> LookupRelay(std::span<const uint32_t> tokens, size_t first_block,
+                             std::string* where);
 
   EngineClientOptions options_;
   objcache::ClientOptions connection_options_;

@@ -193,13 +193,18 @@ void LoadJob::FailRemaining(const Status& why) {
   cv_.notify_all();
 }
 
-Status LoadJob::WaitLayer(uint32_t layer, std::vector<uint32_t>* failed) {
-  failed->clear();
+Status LoadJob::CheckLayer(uint32_t layer) const {
   if (layer >= layers_.size()) {
     return EngineStatus(Code::kInvalidArgument, EngineError::kUnknownLayer,
                         "layer " + std::to_string(layer) + " of a model with " +
                             std::to_string(layers_.size()) + " layers");
   }
+  return Status::Ok();
+}
+
+Status LoadJob::WaitLayer(uint32_t layer, std::vector<uint32_t>* failed) {
+  failed->clear();
+  KVCS_RETURN_IF_ERROR(CheckLayer(layer));
   std::unique_lock<std::mutex> l(mu_);
   if (finished_)
     return EngineStatus(Code::kFailedPrecondition, EngineError::kFinished, "load already finished");
@@ -210,11 +215,7 @@ Status LoadJob::WaitLayer(uint32_t layer, std::vector<uint32_t>* failed) {
 
 Status LoadJob::BlockSources(uint32_t layer, std::vector<LoadSource>* sources) {
   sources->clear();
-  if (layer >= layers_.size()) {
-    return EngineStatus(Code::kInvalidArgument, EngineError::kUnknownLayer,
-                        "layer " + std::to_string(layer) + " of a model with " +
-                            std::to_string(layers_.size()) + " layers");
-  }
+  KVCS_RETURN_IF_ERROR(CheckLayer(layer));
   std::unique_lock<std::mutex> l(mu_);
   cv_.wait(l, [&] { return state_[layer].done; });
   const LayerState& st = state_[layer];

@@ -80,6 +80,8 @@ class LoadJob {
           std::vector<uint32_t> block_ids, std::vector<LayerTarget> layers,
           const PagedLayout& layout);
   void Run();
+  // kUnknownLayer unless layer < the model's layers.
+  Status CheckLayer(uint32_t layer) const;
   // Marks every layer not yet done with `why` (all blocks failed).
   void FailRemaining(const Status& why);
   void CompleteLayer(uint32_t layer, LayerState st);

@@ -164,6 +164,10 @@ static void test_save(kvcs_client* c, float* k, float* v) {
   size_t n = 99;
   CHECK_STATUS(kvcs_lookup(c, tokens, 14, 0, &n), KVCS_OK);
   CHECK(n == 0);
+  char where[256] = "x";
+  CHECK_STATUS(kvcs_lookup_source(c, tokens, 14, 0, &n, where, sizeof where), KVCS_OK);
+  CHECK(n == 0 && where[0] == 0);
+  CHECK_STATUS(kvcs_lookup_source(c, tokens, 14, 0, &n, NULL, 8), KVCS_ERR_INVALID_ARGUMENT);
   CHECK_STATUS(kvcs_lookup(c, NULL, 14, 0, &n), KVCS_ERR_INVALID_ARGUMENT);
   CHECK_STATUS(kvcs_lookup(c, tokens, 14, 4, &n), KVCS_ERR_INVALID_ARGUMENT);
 
@@ -210,6 +214,11 @@ static void test_save(kvcs_client* c, float* k, float* v) {
 
   CHECK_STATUS(kvcs_lookup(c, tokens, 14, 0, &n), KVCS_OK);
   CHECK(n == 12);
+  CHECK_STATUS(kvcs_lookup_source(c, tokens, 14, 0, &n, where, sizeof where), KVCS_OK);
+  CHECK(n == 12 && strncmp(where, "store http://127.0.0.1:", 23) == 0 &&
+        strstr(where, " bucket engine-abi") != NULL);
+  CHECK_STATUS(kvcs_lookup_source(c, tokens, 14, 0, &n, where, 6), KVCS_OK); /* truncated */
+  CHECK(strcmp(where, "store") == 0);
   CHECK_STATUS(kvcs_lookup(c, tokens, 14, 2, &n), KVCS_OK);
   CHECK(n == 12);
   uint32_t other[14];
@@ -482,6 +491,10 @@ static void test_relay(float* k, float* v) {
 
   CHECK_STATUS(kvcs_lookup(q, rt, 14, 0, &n), KVCS_OK); /* discovery at the relay */
   CHECK(n == 12);
+  char where[512];
+  CHECK_STATUS(kvcs_lookup_source(q, rt, 14, 0, &n, where, sizeof where), KVCS_OK);
+  CHECK(n == 12 && strncmp(where, "relay moqt://", 13) == 0 &&
+        strstr(where, " publication kvcs-1/") != NULL);
   CHECK_STATUS(kvcs_lookup(q, rt, 14, 3, &n), KVCS_OK);
   CHECK(n == 12);
   uint32_t other[14];

@@ -55,6 +55,9 @@ def relay_path(kvcs_binary):
         check(save.finish() == 3, "relay: three blocks published")
         save.close()
         check(sub.lookup(tokens) == 3 * B, "relay: discovered")
+        n, where = sub.lookup_source(tokens)
+        check(n == 3 * B and where.startswith("relay " + r.url + " publication kvcs-1/"),
+              "relay: lookup_source %r" % ((n, where),))
         dst = [(np.zeros((NB, B, H, D), np.float32), np.zeros((NB, B, H, D), np.float32))
                for _ in range(L)]
         load = sub.load(tokens, 0, [5, 1, 4], dst, kvcs.paged_layout(dst[0][0], B, H, D))
@@ -65,6 +68,7 @@ def relay_path(kvcs_binary):
                     check(np.array_equal(kv[layer][kv_i][src].numpy(), dst[layer][kv_i][to]),
                           "relay: layer %d block %d mismatch" % (layer, src))
         check(load.finish() == "KVCS_OK", "relay: load status")
+        check(load.block_sources(L - 1) == ["relay"] * 3, "relay: sources")
         load.close()
         # Another scope finds nothing.
         other = kvcs.Client(None, "", "", descriptor(), relay_url=r.url, relay_insecure=True)
@@ -108,6 +112,8 @@ def main():
         save.close()
         raises("KVCS_ERR_FINISHED", save.finish)  # closed
         check(c.lookup(tokens) == 3 * B, "lookup after save")
+        n, where = c.lookup_source(tokens)
+        check(n == 3 * B and where.startswith("store " + s.url), "lookup_source %r" % where)
 
         # Load into numpy arrays (head-major layout) at other engine blocks.
         dst = [(np.zeros((NB, H, B, D), np.float32), np.zeros((NB, H, B, D), np.float32))
@@ -143,6 +149,8 @@ def main():
         other = tokens[:2 * B] + [7] * (B + 1)
         load = c.load(other, 0, [0, 2, 3], dst, head_major)
         check(load.wait_layer(0) == [2], "the unsaved block is reported")
+        check(load.block_sources(0) == ["store", "store", "recompute"], "per-block sources")
+        raises("KVCS_ERR_UNKNOWN_LAYER", load.block_sources, L)
         check(load.finish() == "KVCS_ERR_BLOCKS_FAILED", "overall status")
         load.close()
 

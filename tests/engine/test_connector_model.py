@@ -166,9 +166,10 @@ def run_relay_path(kvcs, tampering_relay, store):
     with RelayProcess(tamper) as bad:
         eng = engine_for(model, relay_config(model, bad.url))
         eng.prefill("A", tokens_a)
-        check(eng.scheduler.client.lookup(tokens_b) == P * B,
-              "%s: lookup over MOQT answered %d tokens, want %d" %
-              (name, eng.scheduler.client.lookup(tokens_b), P * B))
+        n, where = eng.scheduler.client.lookup_source(tokens_b)
+        check(n == P * B, "%s: lookup over MOQT answered %d tokens, want %d" % (name, n, P * B))
+        check(where.startswith("relay " + bad.url) and " publication kvcs-1/" in where,
+              "%s: lookup says %r" % (name, where))
         got_b, rep_b = eng.prefill("B", tokens_b)
         check(rep_b.external_tokens == P * B, "%s: B loaded %d tokens through the tampering relay"
               % (name, rep_b.external_tokens))
