@@ -64,6 +64,7 @@ class KVCSConfig:
     shm_socket: str = None
     relay_url: str = None
     index_url: str = None
+    index_token: str = None         # the index's bearer token (kvcs token)
     create_bucket: bool = True
     compute_us_per_layer: int = 0   # scheduling inputs of every load (objectcache §3)
     stall_target_us: int = 0
@@ -89,7 +90,8 @@ class KVCSConfig:
                       create_bucket=self.create_bucket, relay_url=self.relay_url,
                       index_url=self.index_url, compute_us_per_layer=self.compute_us_per_layer,
                       stall_target_us=self.stall_target_us,
-                      relay_ca_file=self.relay_ca_file, relay_insecure=self.relay_insecure)
+                      relay_ca_file=self.relay_ca_file, relay_insecure=self.relay_insecure,
+                      index_token=self.index_token)
 
 
 @dataclass

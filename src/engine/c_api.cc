@@ -177,17 +177,14 @@ kvcs_client* kvcs_client_create(const kvcs_client_config* config, int* status) {
   kvcs_client* out = nullptr;
   kvcs_status s = Guard([&]() -> kvcs_status {
     if (!config) return Fail(KVCS_ERR_INVALID_ARGUMENT, "config is NULL");
-    if (config->index_url) {
-      return Fail(KVCS_ERR_NOT_YET,
-                  "index_url: the index service is not used by the engine "
-                  "client yet");
-    }
     if (!config->store_url && !config->relay_url) {
       return Fail(KVCS_ERR_INVALID_ARGUMENT, "store_url and relay_url are both NULL");
     }
     EngineClientOptions o;
     if (config->store_url) o.store_url = config->store_url;
     if (config->relay_url) o.relay_url = config->relay_url;
+    if (config->index_url) o.index_url = config->index_url;
+    if (config->index_token) o.index_token = config->index_token;
     if (config->relay_ca_file) o.relay_ca_file = config->relay_ca_file;
     o.relay_insecure = config->relay_insecure != 0;
     if (config->bucket) o.bucket = config->bucket;

@@ -52,9 +52,13 @@ struct EngineClientOptions {
   bool relay_insecure = false;
   std::optional<profile::SigningKey> producer_key;
   std::string producer_key_pem;  // the PEM producer_key came from (names the shared link)
+  // The KVSP Index Service (kvsp-index.md §7): http[s]://HOST:PORT; empty: none. Lookups ask it
+  // first (the longest held prefix of the prompt's Block Keys, and who holds it).
+  std::string index_url, index_token;
 };
 
 class MoqtLink;
+class IndexLookup;
 
 class EngineClient;
 
@@ -102,9 +106,10 @@ class EngineClient {
                                         std::string_view what) const;
   // The store object key of a block.
   std::string ObjectKey(const Digest& block_key) const;
-  // Leading loadable tokens (see kvcs_lookup): from the relay when one is configured, else the
-  // store. *where (when non-null) gets where they are (kvcs_lookup_source): "relay URL
-  // publication NAMESPACE", "store URL bucket B", or "" when nothing beyond first_block is.
+  // Leading loadable tokens (see kvcs_lookup): from the index when one is configured and
+  // answers, else from the relay when one is configured, else the store. *where (when non-null)
+  // gets where they are (kvcs_lookup_source): "index URL holder H", "relay URL publication
+  // NAMESPACE", "store URL bucket B", or "" when nothing beyond first_block is.
   Result<size_t> Lookup(std::span<const uint32_t> tokens, size_t first_block,
                         std::string* where = nullptr);
 
@@ -150,7 +155,8 @@ class EngineClient {
   SectionShape shape_;
   std::mutex mu_;
   std::vector<std::unique_ptr<objcache::Client>> idle_;  // guarded by mu_
-  std::shared_ptr<MoqtLink> moqt_;  // shared with the process's other clients of the relay
+  std::shared_ptr<MoqtLink> moqt_;      // shared with the process's other clients of the relay
+  std::unique_ptr<IndexLookup> index_;  // null without an index_url
 };
 
 // A Status with an EngineError detail.

@@ -105,9 +105,10 @@ static void test_create_errors(void) {
   CHECK_STATUS(st, KVCS_ERR_INVALID_ARGUMENT);
   CHECK(strstr(kvcs_last_error(), "relay") != NULL);
   c = base_config();
-  c.index_url = "http://127.0.0.1:1";
+  c.index_url = "ftp://127.0.0.1:1";
   CHECK(kvcs_client_create(&c, &st) == NULL);
-  CHECK_STATUS(st, KVCS_ERR_NOT_YET);
+  CHECK_STATUS(st, KVCS_ERR_INVALID_ARGUMENT);
+  CHECK(strstr(kvcs_last_error(), "index_url") != NULL);
   c = base_config();
   c.descriptor.layers = 0;
   CHECK(kvcs_client_create(&c, &st) == NULL);
