@@ -107,6 +107,25 @@ class Load {
     failed.resize(n);
     return failed;
   }
+  // Where each block of the layer came from: "store", "relay" or "recompute" (waits for it).
+  std::vector<std::string> BlockSources(uint32_t layer) {
+    Live();
+    std::vector<uint8_t> src(n_blocks_);
+    size_t n = 0;
+    int s;
+    {
+      py::gil_scoped_release nogil;
+      s = kvcs_load_block_sources(h_, layer, src.data(), src.size(), &n);
+    }
+    if (s != KVCS_OK) Raise(s);
+    std::vector<std::string> out;
+    for (size_t i = 0; i < n && i < src.size(); ++i) {
+      out.push_back(src[i] == KVCS_SOURCE_STORE   ? "store"
+                    : src[i] == KVCS_SOURCE_RELAY ? "relay"
+                                                  : "recompute");
+    }
+    return out;
+  }
   void Cancel() {
     Live();
     py::gil_scoped_release nogil;
@@ -189,7 +208,8 @@ class Client {
          bool create_bucket, std::optional<std::string> relay_url,
          std::optional<std::string> index_url, std::optional<std::string> producer_key_pem,
          uint64_t shm_buffer_bytes, uint64_t compute_us_per_layer, uint64_t stall_target_us,
-         std::optional<std::string> relay_ca_file, bool relay_insecure) {
+         std::optional<std::string> relay_ca_file, bool relay_insecure,
+         std::optional<std::string> index_token) {
     auto str = [&](const char* k, const char* dflt) -> std::string {
       if (!descriptor.contains(k)) {
         if (dflt) return dflt;
@@ -233,6 +253,7 @@ class Client {
     c.stall_target_us = stall_target_us;
     c.relay_url = relay_url ? relay_url->c_str() : nullptr;
     c.index_url = index_url ? index_url->c_str() : nullptr;
+    c.index_token = index_token ? index_token->c_str() : nullptr;
     c.scope_key = scope_key ? reinterpret_cast<const uint8_t*>(key.data()) : nullptr;
     c.producer_key_pem = producer_key_pem ? producer_key_pem->c_str() : nullptr;
     c.descriptor = kvcs_descriptor{model_.c_str(),         model_rev_.c_str(),
@@ -273,6 +294,20 @@ class Client {
     }
     Check(s);
     return n;
+  }
+  // (loadable tokens, where: "relay URL publication NS", "store URL bucket B" or "").
+  std::pair<size_t, std::string> LookupSource(const std::vector<int64_t>& tokens,
+                                              size_t first_block) {
+    auto t = ToU32(tokens, "tokens");
+    size_t n = 0;
+    char where[512];
+    int s;
+    {
+      py::gil_scoped_release nogil;
+      s = kvcs_lookup_source(h_, t.data(), t.size(), first_block, &n, where, sizeof where);
+    }
+    Check(s);
+    return {n, std::string(where)};
   }
   std::unique_ptr<Load> StartLoad(const std::vector<int64_t>& tokens, size_t first_block,
                                   const std::vector<int64_t>& block_ids,
@@ -329,6 +364,8 @@ PYBIND11_MODULE(_kvcs_native, m) {
   py::class_<Load>(m, "Load")
       .def("wait_layer", &Load::WaitLayer, py::arg("layer"),
            "Blocks until the layer is in place; returns the failed block indices ([] = all).")
+      .def("block_sources", &Load::BlockSources, py::arg("layer"),
+           "Where each block of the layer came from: 'store', 'relay' or 'recompute'.")
       .def("cancel", &Load::Cancel)
       .def("finish", &Load::Finish, "Waits for the loader; returns the overall status name.")
       .def("close", &Load::Close);
@@ -341,19 +378,23 @@ PYBIND11_MODULE(_kvcs_native, m) {
                     const py::dict&, const std::string&, std::optional<py::bytes>,
                     std::optional<std::string>, bool, std::optional<std::string>,
                     std::optional<std::string>, std::optional<std::string>, uint64_t, uint64_t,
-                    uint64_t, std::optional<std::string>, bool>(),
+                    uint64_t, std::optional<std::string>, bool, std::optional<std::string>>(),
            py::arg("store_url"), py::arg("access_key"), py::arg("secret_key"),
            py::arg("descriptor"), py::arg("bucket") = "kvcache", py::arg("scope_key") = py::none(),
            py::arg("shm_socket") = py::none(), py::arg("create_bucket") = false,
            py::arg("relay_url") = py::none(), py::arg("index_url") = py::none(),
            py::arg("producer_key_pem") = py::none(), py::arg("shm_buffer_bytes") = 0,
            py::arg("compute_us_per_layer") = 0, py::arg("stall_target_us") = 0,
-           py::arg("relay_ca_file") = py::none(), py::arg("relay_insecure") = false)
+           py::arg("relay_ca_file") = py::none(), py::arg("relay_insecure") = false,
+           py::arg("index_token") = py::none())
       .def_property_readonly("layers", &Client::layers)
       .def_property_readonly("block_tokens", &Client::block_tokens)
       .def_property_readonly("kv_dtype", &Client::kv_dtype)
       .def("block_key", &Client::BlockKey, py::arg("tokens"), py::arg("index"))
       .def("lookup", &Client::Lookup, py::arg("tokens"), py::arg("first_block") = 0)
+      .def("lookup_source", &Client::LookupSource, py::arg("tokens"), py::arg("first_block") = 0,
+           "(loadable tokens, where they are: 'index URL holder H', 'relay URL publication NS', "
+           "'store URL bucket B' or '')")
       .def("load", &Client::StartLoad, py::arg("tokens"), py::arg("first_block"),
            py::arg("block_ids"), py::arg("layers"), py::arg("layout"))
       .def("save", &Client::BeginSave, py::arg("tokens"), py::arg("first_block"),

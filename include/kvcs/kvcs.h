@@ -43,8 +43,10 @@
  * aggregated PUT at the end. The clients of a process that name the same relay_url (with the same
  * TLS settings and producer key) share one MOQT session and what it knows, so a lookup on one
  * finds what a save on another published; it keeps their publications in memory while one of
- * them lives (the relay takes them from it on demand). The index service is not implemented yet: an index_url
- * gives KVCS_ERR_NOT_YET.
+ * them lives (the relay takes them from it on demand). With an index_url, a lookup asks the
+ * index service first (the longest prefix of the prompt's Block Keys any holder registered;
+ * kvcs_lookup_source names the holder), and the relay or the store only when the index cannot
+ * answer (unreachable, refused: within 2 s).
  */
 #ifndef KVCS_KVCS_H_
 #define KVCS_KVCS_H_
@@ -72,7 +74,7 @@ typedef enum kvcs_status {
   KVCS_ERR_TRANSPORT = 6,        /* the store or relay could not be reached or answered an error */
   KVCS_ERR_BLOCKS_FAILED = 7,    /* some blocks of a layer failed (listed); the rest are in place */
   KVCS_ERR_STATE = 8,    /* a call out of order (e.g. finishing a save with layers missing) */
-  KVCS_ERR_NOT_YET = 9,  /* a transport not implemented yet (index service, https store) */
+  KVCS_ERR_NOT_YET = 9,  /* a transport not implemented yet (https store) */
   KVCS_ERR_INTERNAL = 10 /* out of memory or a bug; the handle should be freed */
 } kvcs_status;
 
@@ -104,7 +106,8 @@ typedef struct kvcs_client_config {
   const char* shm_socket;       /* NULL: HTTP bodies; else same-host delivery through this socket */
   uint64_t shm_buffer_bytes;    /* 0: 64 MiB; must hold two layers of one load */
   const char* relay_url;        /* "moqt://HOST:PORT[/path]": the MOQT path; NULL: none */
-  const char* index_url;        /* index service: must be NULL for now (KVCS_ERR_NOT_YET) */
+  const char* index_url; /* KVSP Index Service "http[s]://HOST:PORT" (docs/protocols/kvsp-index.md);
+                            NULL: none. Lookups ask it first (see kvcs_lookup) */
   const uint8_t* scope_key;     /* 32 bytes, or NULL for the public scope */
   const char* producer_key_pem; /* NULL, or a P-256/Ed25519 private key (PEM): MOQT manifests
                                    are signed with it and loads require manifests signed by it;
@@ -119,6 +122,9 @@ typedef struct kvcs_client_config {
    * to accept any certificate (DEVELOPMENT ONLY: a `kvcs relay` with its dev certificate). */
   const char* relay_ca_file;
   int relay_insecure;
+  /* The index service's bearer token (`kvcs token`, allowing lookup); NULL: none sent. Added
+   * after the fields above: zero-initialize the whole struct. */
+  const char* index_token;
 } kvcs_client_config;
 
 typedef struct kvcs_client kvcs_client;
@@ -140,10 +146,20 @@ KVCS_API kvcs_status kvcs_block_key(const kvcs_client* client, const uint32_t* t
 
 /* How many leading tokens are loadable: asks the store which of the prompt's blocks it holds,
  * block by block from the first, and stops at the first it does not (with a relay_url: the blocks
- * of the longest prefix a publication serves, see Transports). *loadable_tokens is a multiple of
+ * of the longest prefix a publication serves, see Transports; with an index_url: the index's
+ * longest registered prefix, whichever holder has it). *loadable_tokens is a multiple of
  * block_tokens. Blocks before `first_block` are assumed held (the engine has them). */
 KVCS_API kvcs_status kvcs_lookup(kvcs_client* client, const uint32_t* tokens, size_t n_tokens,
                                  size_t first_block, size_t* loadable_tokens);
+
+/* kvcs_lookup, also saying where the loadable tokens are: `where` (where_len bytes, NUL-terminated,
+ * truncated to fit; may be NULL when where_len is 0) gets "relay URL publication
+ * kvcs-1/<scope>/<compat>/<anchor>/<pub>" (the MOQT publication a load would retrieve), "index
+ * URL holder HOLDER" (the index's first holder of the last block of the prefix),
+ * "store URL bucket BUCKET", or "" when nothing beyond first_block is loadable. */
+KVCS_API kvcs_status kvcs_lookup_source(kvcs_client* client, const uint32_t* tokens,
+                                        size_t n_tokens, size_t first_block,
+                                        size_t* loadable_tokens, char* where, size_t where_len);
 
 /* Where a layer's K and V live in the engine (see the file comment). Strides are in bytes. */
 typedef struct kvcs_paged_layout {
@@ -163,7 +179,11 @@ typedef struct kvcs_load kvcs_load;
  * engine block block_ids[i] (n_block_ids = n_tokens / B - first_block, >= 1). Every argument is
  * checked first; then a loader thread streams the layers from the store and writes each block of
  * each layer as it arrives (after its digest verified; over MOQT a layer is written once every
- * block of it verified, so a corrupt or missing object fails its layer's blocks). The buffers
+ * block of it verified, and when the publication ends the verified blocks of layers that did not
+ * complete, so a corrupt or missing object fails only its block; with a store_url too, those
+ * blocks are then recovered from the store's KVSP endpoints (kvcs store's /_kvsp, which serves
+ * the "kvcache" bucket), and a prompt no publication at the relay serves is loaded from the store
+ * whole; see kvcs_load_block_sources). The buffers
  * must stay valid until
  * kvcs_load_free returns. NULL on failure. */
 KVCS_API kvcs_load* kvcs_load_start(kvcs_client* client, const uint32_t* tokens, size_t n_tokens,
@@ -178,6 +198,22 @@ KVCS_API kvcs_load* kvcs_load_start(kvcs_client* client, const uint32_t* tokens,
  * KVCS_ERR_UNKNOWN_LAYER, KVCS_ERR_FINISHED. failed may be NULL when failed_cap is 0. */
 KVCS_API kvcs_status kvcs_load_wait_layer(kvcs_load* load, uint32_t layer, uint32_t* failed,
                                           size_t failed_cap, size_t* n_failed);
+/* Where each block of a layer came from (kvcs_block_source values, one byte per block: indices
+ * into block_ids; at most sources_cap written, *n_sources gets the full count). Blocks until
+ * the layer is in place or failed, like kvcs_load_wait_layer, and also answers after
+ * kvcs_load_finish. KVCS_SOURCE_STORE: the store (HTTP or same host; with a relay_url and a
+ * store_url, a block the relay did not deliver, recovered from the store); KVCS_SOURCE_RELAY:
+ * the MOQT publication through the relay; KVCS_SOURCE_RECOMPUTE: no source had it (the block is
+ * among the layer's failed blocks). Errors: KVCS_ERR_INVALID_ARGUMENT (NULL load, or NULL sources
+ * with sources_cap > 0), KVCS_ERR_UNKNOWN_LAYER. */
+typedef enum kvcs_block_source {
+  KVCS_SOURCE_PENDING = 0, /* not decided (never returned) */
+  KVCS_SOURCE_STORE = 1,
+  KVCS_SOURCE_RELAY = 2,
+  KVCS_SOURCE_RECOMPUTE = 3
+} kvcs_block_source;
+KVCS_API kvcs_status kvcs_load_block_sources(kvcs_load* load, uint32_t layer, uint8_t* sources,
+                                             size_t sources_cap, size_t* n_sources);
 /* Stops the loader: once it returns, nothing more is written into the buffers; layers not yet
  * written stay untouched and report KVCS_ERR_CANCELLED (a layer being written when it is called
  * completes first, so this may wait for one layer's copy). */

@@ -28,6 +28,10 @@ Worker side (role WORKER), in forward-pass order:
       its suffix was computed over a bad prefix); get_finished(ids) -> (None, None);
   get_block_ids_with_load_errors() -> set of engine block ids (then cleared): the engine
       recomputes from the first of them.
+  get_block_load_sources() -> {engine block id: {"relay" | "store" | "recompute", ...}} over the
+      layers loaded since the last call (then cleared): where each block's layers came from (a
+      MOQT load with a store configured recovers what the relay did not deliver from the store).
+      Not a vLLM method.
 
 Request objects need request_id and prompt_token_ids; blocks (update_state_after_alloc) are a
 list of engine block ids or have get_block_ids() (vLLM's KVCacheBlocks); scheduler_output has
@@ -60,6 +64,7 @@ class KVCSConfig:
     shm_socket: str = None
     relay_url: str = None
     index_url: str = None
+    index_token: str = None         # the index's bearer token (kvcs token)
     create_bucket: bool = True
     compute_us_per_layer: int = 0   # scheduling inputs of every load (objectcache §3)
     stall_target_us: int = 0
@@ -85,7 +90,8 @@ class KVCSConfig:
                       create_bucket=self.create_bucket, relay_url=self.relay_url,
                       index_url=self.index_url, compute_us_per_layer=self.compute_us_per_layer,
                       stall_target_us=self.stall_target_us,
-                      relay_ca_file=self.relay_ca_file, relay_insecure=self.relay_insecure)
+                      relay_ca_file=self.relay_ca_file, relay_insecure=self.relay_insecure,
+                      index_token=self.index_token)
 
 
 @dataclass
@@ -131,6 +137,7 @@ class KVCSConnector:
         self._saves = {}            # request_id -> Save
         self._failed_requests = set()
         self._load_errors = set()
+        self._load_sources = {}     # engine block id -> set of sources
         self._lock = threading.Lock()
 
     # ---- scheduler side -------------------------------------------------------------------
@@ -223,6 +230,11 @@ class KVCSConnector:
         index = self._layer(layer_name)[0]
         for m, load in self._loads:
             failed = load.wait_layer(index)
+            sources = load.block_sources(index)
+            with self._lock:
+                for i, src in enumerate(sources):
+                    bid = m.block_ids[m.load_first_block + i]
+                    self._load_sources.setdefault(bid, set()).add(src)
             if failed:
                 with self._lock:
                     self._failed_requests.add(m.request_id)
@@ -265,6 +277,11 @@ class KVCSConnector:
         with self._lock:
             errors, self._load_errors = self._load_errors, set()
         return errors
+
+    def get_block_load_sources(self):
+        with self._lock:
+            sources, self._load_sources = self._load_sources, {}
+        return sources
 
 
 __all__ = ["KVCSConnector", "KVCSConfig", "KVCSConnectorMetadata", "KVConnectorRole", "ReqMeta",

@@ -80,7 +80,9 @@ class StoreProcess:
 
 class RelayProcess:
     """A relay process: `command` (e.g. [kvcs, "relay", "--open"]) gets --listen 127.0.0.1:0 and
-    must print "listening on moqt://HOST:PORT/" once it serves (kvcs relay does)."""
+    must print "listening on moqt://HOST:PORT/" once it serves (kvcs relay does). With scheme
+    "http" the same for any server that prints "listening on http://HOST:PORT" (IndexProcess)."""
+    scheme = "moqt"
 
     def __init__(self, command):
         self.command = list(command)
@@ -92,8 +94,9 @@ class RelayProcess:
         seen = []
         for line in self.proc.stdout:
             seen.append(line)
-            if "listening on moqt://" in line:
-                self.url = "moqt://" + line.split("listening on moqt://")[1].split()[0]
+            mark = "listening on %s://" % self.scheme
+            if mark in line:
+                self.url = "%s://" % self.scheme + line.split(mark)[1].split()[0]
                 break
         else:
             self.proc.wait()
@@ -103,6 +106,21 @@ class RelayProcess:
 
     def __exit__(self, *exc):
         _stop(self.proc)
+        return False
+
+
+class IndexProcess(RelayProcess):
+    """`kvcs index --open` (no authorization) with an embedded store in a temporary directory;
+    .url is its http://HOST:PORT."""
+    scheme = "http"
+
+    def __init__(self, kvcs):
+        self.dir = tempfile.mkdtemp(prefix="kvcs-idx-")
+        super().__init__([kvcs, "index", "--open", "--db", os.path.join(self.dir, "index.db")])
+
+    def __exit__(self, *exc):
+        super().__exit__(*exc)
+        shutil.rmtree(self.dir, ignore_errors=True)
         return False
 
 

@@ -16,6 +16,8 @@ class StepReport:
     external_tokens: int = 0       # tokens the connector loaded (promised)
     computed_from: int = 0         # first position the forward pass computed
     load_errors: set = field(default_factory=set)  # engine block ids
+    load_sources: dict = field(default_factory=dict)  # engine block id -> {"relay", "store", ...}
+    block_ids: list = field(default_factory=list)  # the request's engine blocks, in prompt order
     recomputed_from: int = None    # first position of the recompute pass, if any
     seconds: float = 0.0
     timeline: list = field(default_factory=list)  # (layer, wait_start, wait_end, compute_end)
@@ -45,6 +47,7 @@ class MiniEngine:
         req = SimpleNamespace(request_id=request_id, prompt_token_ids=list(tokens))
         b = self.block_tokens
         ids = self._allocate(-(-len(tokens) // b))
+        rep.block_ids = list(ids)
         ext = 0
         if self.scheduler is not None:
             ext, is_async = self.scheduler.get_num_new_matched_tokens(req, 0)
@@ -64,6 +67,7 @@ class MiniEngine:
             self.worker.get_finished(set())
             self.worker.clear_connector_metadata()
             rep.load_errors = self.worker.get_block_ids_with_load_errors()
+            rep.load_sources = self.worker.get_block_load_sources()
             if rep.load_errors:
                 first_bad = min(ids.index(x) for x in rep.load_errors)
                 rep.recomputed_from = first_bad * b

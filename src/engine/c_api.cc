@@ -177,17 +177,14 @@ kvcs_client* kvcs_client_create(const kvcs_client_config* config, int* status) {
   kvcs_client* out = nullptr;
   kvcs_status s = Guard([&]() -> kvcs_status {
     if (!config) return Fail(KVCS_ERR_INVALID_ARGUMENT, "config is NULL");
-    if (config->index_url) {
-      return Fail(KVCS_ERR_NOT_YET,
-                  "index_url: the index service is not used by the engine "
-                  "client yet");
-    }
     if (!config->store_url && !config->relay_url) {
       return Fail(KVCS_ERR_INVALID_ARGUMENT, "store_url and relay_url are both NULL");
     }
     EngineClientOptions o;
     if (config->store_url) o.store_url = config->store_url;
     if (config->relay_url) o.relay_url = config->relay_url;
+    if (config->index_url) o.index_url = config->index_url;
+    if (config->index_token) o.index_token = config->index_token;
     if (config->relay_ca_file) o.relay_ca_file = config->relay_ca_file;
     o.relay_insecure = config->relay_insecure != 0;
     if (config->bucket) o.bucket = config->bucket;
@@ -278,6 +275,26 @@ kvcs_status kvcs_lookup(kvcs_client* client, const uint32_t* tokens, size_t n_to
   });
 }
 
+kvcs_status kvcs_lookup_source(kvcs_client* client, const uint32_t* tokens, size_t n_tokens,
+                               size_t first_block, size_t* loadable_tokens, char* where,
+                               size_t where_len) {
+  return Guard([&] {
+    if (!client || !loadable_tokens || !TokensOk(tokens, n_tokens) || (!where && where_len)) {
+      return Fail(KVCS_ERR_INVALID_ARGUMENT, "NULL argument");
+    }
+    std::string w;
+    auto r = client->impl->Lookup(std::span<const uint32_t>(tokens, n_tokens), first_block, &w);
+    if (!r.ok()) return FromStatus(r.status());
+    *loadable_tokens = *r;
+    if (where_len) {
+      const size_t n = std::min(w.size(), where_len - 1);
+      std::memcpy(where, w.data(), n);
+      where[n] = 0;
+    }
+    return KVCS_OK;
+  });
+}
+
 kvcs_load* kvcs_load_start(kvcs_client* client, const uint32_t* tokens, size_t n_tokens,
                            size_t first_block, const uint32_t* block_ids, size_t n_block_ids,
                            const kvcs_layer_buffers* layers, size_t n_layers,
@@ -308,6 +325,23 @@ kvcs_status kvcs_load_wait_layer(kvcs_load* load, uint32_t layer, uint32_t* fail
     if (n_failed) *n_failed = f.size();
     if (failed) std::memcpy(failed, f.data(), std::min(f.size(), failed_cap) * sizeof(uint32_t));
     return FromStatus(s);
+  });
+}
+
+kvcs_status kvcs_load_block_sources(kvcs_load* load, uint32_t layer, uint8_t* sources,
+                                    size_t sources_cap, size_t* n_sources) {
+  return Guard([&] {
+    if (!load || (!sources && sources_cap)) {
+      return Fail(KVCS_ERR_INVALID_ARGUMENT, "NULL argument");
+    }
+    std::vector<kvcs::engine::LoadSource> got;
+    Status s = load->impl->BlockSources(layer, &got);
+    if (!s.ok()) return FromStatus(s);
+    if (n_sources) *n_sources = got.size();
+    for (size_t i = 0; i < got.size() && i < sources_cap; ++i) {
+      sources[i] = static_cast<uint8_t>(got[i]);
+    }
+    return KVCS_OK;
   });
 }
 

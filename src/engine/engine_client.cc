@@ -6,15 +6,20 @@
 #include <utility>
 
 #include "common/strings.h"
+#include "engine/index_lookup.h"
 #include "engine/moqt_link.h"
 #include "kvcs_stream/cache_identity.h"
 #include "kvsp/block_keys.h"
 #include "kvsp/codec.h"
 #include "objcache/aggregate_wire.h"
 #include "objcache/block_layout.h"
+#include "profile/namespace.h"
 
 namespace kvcs::engine {
 namespace {
+
+// A lookup waits this long for the index before asking the relay or the store instead.
+constexpr uint64_t kIndexTimeoutMs = 2000;
 
 // Pooled connections kept idle at most (loads in flight beyond this get fresh ones).
 constexpr size_t kMaxIdleConnections = 8;
@@ -118,6 +123,11 @@ Result<std::unique_ptr<EngineClient>> EngineClient::Create(EngineClientOptions o
     mo.producer_key = c->options_.producer_key;
     KVCS_ASSIGN_OR_RETURN(c->moqt_, SharedLink(std::move(mo), c->options_.producer_key_pem));
   }
+  if (!c->options_.index_url.empty()) {
+    auto ic = IndexLookup::Create(c->options_.index_url, c->options_.index_token, kIndexTimeoutMs);
+    if (!ic.ok()) return Status(Code::kInvalidArgument, "index_url: " + ic.status().message());
+    c->index_ = std::move(*ic);
+  }
   if (c->options_.create_bucket && c->has_store()) {
     PooledConnection conn = c->Borrow();
     Status s = conn->CreateBucket(c->options_.bucket);
@@ -163,18 +173,39 @@ std::string EngineClient::ObjectKey(const Digest& block_key) const {
                                   kvsp::CodecName(kvsp::Codec::kRaw));
 }
 
-Result<size_t> EngineClient::Lookup(std::span<const uint32_t> tokens, size_t first_block) {
+Result<size_t> EngineClient::Lookup(std::span<const uint32_t> tokens, size_t first_block,
+                                    std::string* where) {
+  std::string unused;
+  if (!where) where = &unused;
+  where->clear();
   std::vector<Digest> keys = Keys(tokens);
   if (first_block > keys.size()) {
     return Status(Code::kInvalidArgument, "first_block " + std::to_string(first_block) +
                                               " is beyond the prompt's " +
                                               std::to_string(keys.size()) + " full blocks");
   }
-  if (moqt_) return LookupRelay(tokens, first_block);
-  return LookupStore(keys, first_block);
+  if (index_) {
+    // The index's answer (kvcs get does the same); one it cannot give only means asking the
+    // relay or the store.
+    auto r = index_->LongestPrefix(compat_id_, scope_id_, keys);
+    if (r.ok()) {
+      const size_t matched = static_cast<size_t>(r->matched);
+      if (matched > first_block && !r->holder.empty()) {
+        *where = "index " + index_->url() + " holder " + r->holder;
+      }
+      return std::max(matched, first_block) * options_.descriptor.block_tokens;
+    }
+  }
+  if (moqt_) return LookupRelay(tokens, first_block, where);
+  KVCS_ASSIGN_OR_RETURN(size_t held, LookupStore(keys, first_block));
+  if (held > first_block * options_.descriptor.block_tokens) {
+    *where = "store " + options_.store_url + " bucket " + options_.bucket;
+  }
+  return held;
 }
 
-Result<size_t> EngineClient::LookupRelay(std::span<const uint32_t> tokens, size_t first_block) {
+Result<size_t> EngineClient::LookupRelay(std::span<const uint32_t> tokens, size_t first_block,
+                                         std::string* where) {
   const uint32_t b = options_.descriptor.block_tokens;
   const size_t full = tokens.size() / b;
   if (first_block >= full) return first_block * b;
@@ -187,6 +218,9 @@ Result<size_t> EngineClient::LookupRelay(std::span<const uint32_t> tokens, size_
                         "lookup: " + p.status().message());
   }
   const size_t held = *p ? std::min<size_t>((*p)->blocks, full) : 0;
+  if (held > first_block) {
+    *where = "relay " + options_.relay_url + " publication " + profile::ToString((*p)->ns);
+  }
   return std::max(held, first_block) * b;
 }
 

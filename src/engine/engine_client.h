@@ -52,9 +52,13 @@ struct EngineClientOptions {
   bool relay_insecure = false;
   std::optional<profile::SigningKey> producer_key;
   std::string producer_key_pem;  // the PEM producer_key came from (names the shared link)
+  // The KVSP Index Service (kvsp-index.md §7): http[s]://HOST:PORT; empty: none. Lookups ask it
+  // first (the longest held prefix of the prompt's Block Keys, and who holds it).
+  std::string index_url, index_token;
 };
 
 class MoqtLink;
+class IndexLookup;
 
 class EngineClient;
 
@@ -102,9 +106,12 @@ class EngineClient {
                                         std::string_view what) const;
   // The store object key of a block.
   std::string ObjectKey(const Digest& block_key) const;
-  // Leading loadable tokens (see kvcs_lookup): from the relay when one is configured, else the
-  // store.
-  Result<size_t> Lookup(std::span<const uint32_t> tokens, size_t first_block);
+  // Leading loadable tokens (see kvcs_lookup): from the index when one is configured and
+  // answers, else from the relay when one is configured, else the store. *where (when non-null)
+  // gets where they are (kvcs_lookup_source): "index URL holder H", "relay URL publication
+  // NAMESPACE", "store URL bucket B", or "" when nothing beyond first_block is.
+  Result<size_t> Lookup(std::span<const uint32_t> tokens, size_t first_block,
+                        std::string* where = nullptr);
 
   bool has_store() const { return !options_.store_url.empty(); }
   // The MOQT path; null without a relay_url.
@@ -139,7 +146,8 @@ class EngineClient {
   Result<size_t> LookupStore(const std::vector<Digest>& keys, size_t first_block);
   // One HEAD per block: for a store without the existence query.
   Result<size_t> LookupByHead(const std::vector<Digest>& keys, size_t first_block);
-  Result<size_t> LookupRelay(std::span<const uint32_t> tokens, size_t first_block);
+  Result<size_t> LookupRelay(std::span<const uint32_t> tokens, size_t first_block,
+                             std::string* where);
 
   EngineClientOptions options_;
   objcache::ClientOptions connection_options_;
@@ -147,7 +155,8 @@ class EngineClient {
   SectionShape shape_;
   std::mutex mu_;
   std::vector<std::unique_ptr<objcache::Client>> idle_;  // guarded by mu_
-  std::shared_ptr<MoqtLink> moqt_;  // shared with the process's other clients of the relay
+  std::shared_ptr<MoqtLink> moqt_;      // shared with the process's other clients of the relay
+  std::unique_ptr<IndexLookup> index_;  // null without an index_url
 };
 
 // A Status with an EngineError detail.

@@ -193,19 +193,39 @@ void LoadJob::FailRemaining(const Status& why) {
   cv_.notify_all();
 }
 
-Status LoadJob::WaitLayer(uint32_t layer, std::vector<uint32_t>* failed) {
-  failed->clear();
+Status LoadJob::CheckLayer(uint32_t layer) const {
   if (layer >= layers_.size()) {
     return EngineStatus(Code::kInvalidArgument, EngineError::kUnknownLayer,
                         "layer " + std::to_string(layer) + " of a model with " +
                             std::to_string(layers_.size()) + " layers");
   }
+  return Status::Ok();
+}
+
+Status LoadJob::WaitLayer(uint32_t layer, std::vector<uint32_t>* failed) {
+  failed->clear();
+  KVCS_RETURN_IF_ERROR(CheckLayer(layer));
   std::unique_lock<std::mutex> l(mu_);
   if (finished_)
     return EngineStatus(Code::kFailedPrecondition, EngineError::kFinished, "load already finished");
   cv_.wait(l, [&] { return state_[layer].done; });
   *failed = state_[layer].failed;
   return state_[layer].status;
+}
+
+Status LoadJob::BlockSources(uint32_t layer, std::vector<LoadSource>* sources) {
+  sources->clear();
+  KVCS_RETURN_IF_ERROR(CheckLayer(layer));
+  std::unique_lock<std::mutex> l(mu_);
+  cv_.wait(l, [&] { return state_[layer].done; });
+  const LayerState& st = state_[layer];
+  if (!st.sources.empty()) {
+    *sources = st.sources;
+    return Status::Ok();
+  }
+  sources->assign(keys_.size(), LoadSource::kStore);
+  for (uint32_t j : st.failed) (*sources)[j] = LoadSource::kRecompute;
+  return Status::Ok();
 }
 
 void LoadJob::Cancel() {

@@ -1,8 +1,11 @@
 // One kvcs_load: a loader thread streams every layer of a prompt's blocks from the store (one
 // aggregated layer-major GET, inline or through the same-host buffer) and writes each verified
 // block into the engine's paged buffers as its layer arrives; the engine waits per layer.
-// With a relay (the client's MoqtLink) a kvcs_stream Retrieval of the prefix's publication runs
-// on the link's thread instead and writes each layer as the verifier hands it over.
+// With a relay (the client's MoqtLink) a kvcs_stream Recovery of the prefix's publication runs
+// on the link's thread instead and writes each layer as the verifier hands it over, then, at the
+// end, the verified blocks of layers that did not complete; with a store too, the blocks the
+// relay did not deliver are recovered from the store's KVSP endpoints (kvsp_http). Each block of
+// each layer records where it came from (LoadSource).
 // Thread-safe (Wait/Cancel/Finish from any thread; the destructor cancels and joins).
 #ifndef KVCS_ENGINE_LOAD_JOB_H_
 #define KVCS_ENGINE_LOAD_JOB_H_
@@ -28,6 +31,14 @@ struct RetrievalReport;
 
 namespace kvcs::engine {
 
+// Where a loaded block's layer came from (kvcs_block_source in kvcs.h: the same values).
+enum class LoadSource : uint8_t {
+  kPending = 0,    // the layer is not done yet
+  kStore = 1,      // the store (HTTP or same host), also as the recovery source of a MOQT load
+  kRelay = 2,      // the MOQT publication through the relay
+  kRecompute = 3,  // no source had it: the engine recomputes it
+};
+
 // One layer's destination: K and V buffers of the engine.
 struct LayerTarget {
   uint8_t* k = nullptr;
@@ -50,6 +61,9 @@ class LoadJob {
   // Waits for `layer`; *failed gets the failed block indices (ascending). OK, or a Status with
   // kBlocksFailed / kCancelled / kTransport / kUnknownLayer / kFinished detail.
   Status WaitLayer(uint32_t layer, std::vector<uint32_t>* failed);
+  // Waits for `layer` like WaitLayer (also after Finish); *sources gets one LoadSource per block.
+  // Errors: kUnknownLayer.
+  Status BlockSources(uint32_t layer, std::vector<LoadSource>* sources);
   // After it returns, no byte more is written into the engine's buffers.
   void Cancel();
   // Joins the loader; OK when everything arrived.
@@ -58,13 +72,16 @@ class LoadJob {
  private:
   struct LayerState {
     bool done = false;
-    Status status;                 // OK, or why some or all blocks failed
-    std::vector<uint32_t> failed;  // block indices
+    Status status;                    // OK, or why some or all blocks failed
+    std::vector<uint32_t> failed;     // block indices
+    std::vector<LoadSource> sources;  // per block (empty: every block kStore, or failed)
   };
   LoadJob(EngineClient* client, std::vector<Digest> keys, size_t first_block,
           std::vector<uint32_t> block_ids, std::vector<LayerTarget> layers,
           const PagedLayout& layout);
   void Run();
+  // kUnknownLayer unless layer < the model's layers.
+  Status CheckLayer(uint32_t layer) const;
   // Marks every layer not yet done with `why` (all blocks failed).
   void FailRemaining(const Status& why);
   void CompleteLayer(uint32_t layer, LayerState st);
@@ -73,6 +90,7 @@ class LoadJob {
   struct Moqt;
   Status StartMoqt(std::span<const uint32_t> tokens);
   void OnMoqtLayer(const stream::VerifiedLayer& l);   // link thread
+  void OnMoqtRecovering();                            // link thread: the store is asked
   void OnMoqtDone(const stream::RetrievalReport& r);  // link thread
   void StopMoqt();                                    // link thread
 

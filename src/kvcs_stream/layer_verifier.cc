@@ -351,20 +351,17 @@ bool LayerVerifier::LayerReady(uint32_t seg, uint32_t layer) const {
   return true;
 }
 
-Status LayerVerifier::Deliver(uint32_t seg, uint32_t layer) {
+Status LayerVerifier::Assemble(uint32_t seg, uint32_t layer, uint64_t begin, uint64_t end,
+                               VerifiedLayer* out, std::vector<Bytes>* decoded) {
   const kvsp::Descriptor& d = config_.identity.descriptor;
   const profile::ManifestSegment& s = manifest_->segments[seg];
-  const uint64_t n = SegmentObjects(s);
   std::vector<profile::TrackName> tracks = EncodingTracks(config_.encoding, seg);
   const bool raw = config_.encoding.codec == kvsp::Codec::kRaw;
-  VerifiedLayer out;
-  out.segment = seg;
-  out.layer = layer;
-  out.first_block = s.first_block;
-  std::vector<Bytes> decoded;  // keeps decoded sections alive for the callback
-  decoded.reserve(2 * n);
-  Status status;
-  for (uint64_t o = 0; o < n && status.ok(); ++o) {
+  out->segment = seg;
+  out->layer = layer;
+  out->first_block = s.first_block + begin;
+  decoded->reserve(2 * (end - begin));
+  for (uint64_t o = begin; o < end; ++o) {
     ByteSpan k, v;
     for (uint32_t t = 0; t < tracks.size(); ++t) {
       const Bytes& p = entries_.at(Key{seg, t, layer, o}).payload;
@@ -381,33 +378,82 @@ Status LayerVerifier::Deliver(uint32_t seg, uint32_t layer) {
         continue;
       }
       Bytes dk, dv;
-      status = DecodeData(d, config_.encoding.codec, c, data, &dk, &dv);
+      Status status = DecodeData(d, config_.encoding.codec, c, data, &dk, &dv);
       if (!status.ok()) {
         object_refusals_[Key{seg, t, layer, o}] = StreamError::kUndecodable;
         report_.AddRefusal({profile::FormatTrackName(tracks[t]), {layer, o}, status});
-        break;
+        return status;
       }
-      if (c != profile::Component::kV) k = decoded.emplace_back(std::move(dk));
-      if (c != profile::Component::kK) v = decoded.emplace_back(std::move(dv));
+      if (c != profile::Component::kV) k = decoded->emplace_back(std::move(dk));
+      if (c != profile::Component::kK) v = decoded->emplace_back(std::move(dv));
     }
-    out.k.push_back(k);
-    out.v.push_back(v);
+    out->k.push_back(k);
+    out->v.push_back(v);
   }
-  // An undecodable layer is not delivered (its objects stay, reported kUndecodable).
-  if (!status.ok()) return status;
-  delivered_.insert({seg, layer});
-  ++report_.layers_delivered;
-  if (on_layer_) on_layer_(out);
-  // The spans were valid during the callback only: release the layer's buffers.
-  for (uint32_t t = 0; t < tracks.size(); ++t) {
-    for (uint64_t o = 0; o < n; ++o) {
+  return Status::Ok();
+}
+
+void LayerVerifier::Release(uint32_t seg, uint32_t layer, uint64_t begin, uint64_t end) {
+  const size_t tracks = EncodingTracks(config_.encoding, seg).size();
+  for (uint32_t t = 0; t < tracks; ++t) {
+    for (uint64_t o = begin; o < end; ++o) {
       auto it = entries_.find(Key{seg, t, layer, o});
       if (it == entries_.end()) continue;
       buffered_ -= it->second.payload.size();
       entries_.erase(it);
     }
   }
+}
+
+Status LayerVerifier::Deliver(uint32_t seg, uint32_t layer) {
+  const uint64_t n = SegmentObjects(manifest_->segments[seg]);
+  VerifiedLayer out;
+  std::vector<Bytes> decoded;  // keeps decoded sections alive for the callback
+  // An undecodable layer is not delivered (its objects stay, reported kUndecodable).
+  KVCS_RETURN_IF_ERROR(Assemble(seg, layer, 0, n, &out, &decoded));
+  delivered_.insert({seg, layer});
+  ++report_.layers_delivered;
+  if (on_layer_) on_layer_(out);
+  // The spans were valid during the callback only: release the layer's buffers.
+  Release(seg, layer, 0, n);
   return Status::Ok();
+}
+
+bool LayerVerifier::BlockVerified(uint32_t seg, uint32_t layer, uint64_t obj) const {
+  const size_t tracks = EncodingTracks(config_.encoding, seg).size();
+  for (uint32_t t = 0; t < tracks; ++t) {
+    auto it = entries_.find(Key{seg, t, layer, obj});
+    if (it == entries_.end() || !it->second.verified) return false;
+  }
+  return true;
+}
+
+void LayerVerifier::DeliverVerifiedBlocks() {
+  if (!manifest_ || refused()) return;
+  for (size_t i = 0; i < manifest_->segments.size(); ++i) {
+    const uint32_t seg = static_cast<uint32_t>(i);
+    if (!segments_[i].usable) continue;
+    const uint64_t n = SegmentObjects(manifest_->segments[i]);
+    for (uint32_t layer = config_.first_layer; layer <= last_layer_; ++layer) {
+      if (delivered_.count({seg, layer})) continue;
+      for (uint64_t o = 0; o < n;) {
+        if (!BlockVerified(seg, layer, o)) {
+          ++o;
+          continue;
+        }
+        uint64_t e = o + 1;
+        while (e < n && BlockVerified(seg, layer, e)) ++e;
+        VerifiedLayer out;
+        std::vector<Bytes> decoded;
+        if (Assemble(seg, layer, o, e, &out, &decoded).ok()) {
+          for (uint64_t b = o; b < e; ++b) delivered_blocks_.insert({seg, layer, b});
+          if (on_layer_) on_layer_(out);
+        }
+        Release(seg, layer, o, e);
+        o = e;
+      }
+    }
+  }
 }
 
 // ------------------------------------------------------------------------------- queries
@@ -471,7 +517,8 @@ RetrievalReport LayerVerifier::Report(StreamError rest) const {
         const uint32_t seg = static_cast<uint32_t>(i);
         if (!segments_[i].usable) {
           o.reason = segments_[i].why_not;
-        } else if (delivered_.count({seg, layer})) {
+        } else if (delivered_.count({seg, layer}) ||
+                   delivered_blocks_.count({seg, layer, b - s.first_block})) {
           o = {BlockSource::kMoqt, 0, StreamError::kNone};
         } else {
           o.reason = rest;

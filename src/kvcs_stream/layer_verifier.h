@@ -19,7 +19,9 @@
 //     segment that the manifest marks complete without digests for the track is verified by §3.5
 //     alone. A failed object is discarded and treated as missing.
 // Delivery: spans over verified bytes (decoded to the descriptor's dtype for non-raw codecs),
-// valid during the callback only; the layer's buffers are released right after it.
+// valid during the callback only; the layer's buffers are released right after it. At the end
+// of a retrieval, DeliverVerifiedBlocks hands over the verified blocks of layers that never
+// completed (a corrupt or missing object then costs its block, not its layer).
 //
 // Bounds: buffered bytes (max_buffered_bytes), refusals kept (kMaxRefusalsKept); every index from
 // the peer is checked against the manifest or the caller's needs before anything is stored.
@@ -118,6 +120,10 @@ class LayerVerifier {
   std::vector<NeededSegment> NeededSegments() const;
   // Every needed (block, layer) delivered.
   bool AllDelivered() const;
+  // For the end of a retrieval: hands over, for every needed layer not delivered whole, each run
+  // of consecutive blocks whose objects (in every selected track) verified, one callback per run
+  // (first_block says where it starts). Report() then counts those (block, layer) as delivered.
+  void DeliverVerifiedBlocks();
   // The manifest marks complete every segment that holds needed blocks (no more digests come).
   bool NeededSegmentsComplete() const;
   uint64_t buffered_bytes() const { return buffered_; }
@@ -157,6 +163,12 @@ class LayerVerifier {
   Status VerifyEntry(const Key& key, Entry& e);
   bool LayerReady(uint32_t segment, uint32_t layer) const;
   Status Deliver(uint32_t segment, uint32_t layer);
+  // Blocks [begin, end) of a segment's layer, every object verified, as one VerifiedLayer (spans
+  // into entries_ or `decoded`). Errors: an undecodable object (recorded as refused).
+  Status Assemble(uint32_t segment, uint32_t layer, uint64_t begin, uint64_t end,
+                  VerifiedLayer* out, std::vector<Bytes>* decoded);
+  bool BlockVerified(uint32_t segment, uint32_t layer, uint64_t obj) const;
+  void Release(uint32_t segment, uint32_t layer, uint64_t begin, uint64_t end);
   uint64_t SegmentObjects(const profile::ManifestSegment& s) const;
   std::optional<int> SelectedIndex(const profile::TrackName& t) const;
 
@@ -169,7 +181,8 @@ class LayerVerifier {
   std::map<Key, Entry> entries_;
   std::set<Key> seen_;  // every needed object received once (for duplicate counting)
   std::map<Key, StreamError> object_refusals_;
-  std::set<std::pair<uint32_t, uint32_t>> delivered_;  // (segment, layer)
+  std::set<std::pair<uint32_t, uint32_t>> delivered_;                    // (segment, layer)
+  std::set<std::tuple<uint32_t, uint32_t, uint64_t>> delivered_blocks_;  // (segment, layer, obj)
   uint64_t buffered_ = 0;
   Status refusal_;
   RetrievalReport report_;

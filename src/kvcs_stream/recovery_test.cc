@@ -223,6 +223,31 @@ TEST_F(RecoveryTest, CorruptObjectRecoveredFromAHolderVerifiedAgainstTheManifest
   EXPECT_FALSE(report_->timed_out);
 }
 
+TEST_F(RecoveryTest, WithDeliverVerifiedBlocksOnlyTheCorruptBlockIsAskedOfTheHolder) {
+  Produce(d_.layers);
+  Bytes bad = *store_.FindTrack({pub_->track_namespace(), "v.raw.s0"})->Find({4, 1})->payload;
+  bad.back() ^= 1;
+  ASSERT_TRUE(
+      test::CopyTracks(store_, pub_->track_namespace(), kTracks, relay_, {"v.raw.s0", {4, 1}, bad})
+          .ok());
+  Serve(primary_, &relay_);
+  MemoryHolder h(d_, "http holder mem");
+  h.held = {0, 1, 2};
+  RecoveryOptions o = Options();
+  o.retrieval.deliver_verified_blocks = true;
+  o.holders = {&h};
+  auto r = Start(o);
+  ASSERT_EQ(h.asked.size(), 1u);
+  EXPECT_EQ(h.asked[0].block, 1u);
+  EXPECT_EQ(h.asked[0].first_layer, 4u);
+  EXPECT_EQ(h.asked[0].last_layer, 4u);
+  h.Deliver();
+  ExpectEverythingOnce();
+  EXPECT_EQ(report_->at(1, 4).source, BlockSource::kHttpHolder);
+  EXPECT_EQ(report_->at(0, 4).source, BlockSource::kMoqt);
+  EXPECT_EQ(report_->count(BlockSource::kHttpHolder), 1u);
+}
+
 TEST_F(RecoveryTest, HolderBytesThatFailVerificationAreNotUsed) {
   Produce(d_.layers);
   ASSERT_TRUE(test::CopyTracks(store_, pub_->track_namespace(), kTracks, relay_,

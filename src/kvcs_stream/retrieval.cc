@@ -344,6 +344,8 @@ void Retrieval::Finish(StreamError rest) {
   if (done_) return;
   done_ = true;
   for (auto& [name, r] : requests_) Cancel(*r);
+  // A layer that never completed still gives the blocks of it that verified.
+  if (options_.deliver_verified_blocks) verifier_.DeliverVerifiedBlocks();
   report_ = verifier_.Report(rest);
   if (options_.mode == RetrievalMode::kCompleted) {
     for (BlockOutcome& o : report_.outcomes) {

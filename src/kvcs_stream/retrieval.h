@@ -85,6 +85,11 @@ struct RetrievalOptions {
   // verifier.encoding is ignored. Data is requested only then (a live join starts one round trip
   // later than without). The report says what was chosen and at which rate.
   std::optional<EncodingChoiceOptions> choose_encoding;
+  // At the end, hand over the verified blocks of layers that never completed (one callback per
+  // run of consecutive blocks, LayerVerifier::DeliverVerifiedBlocks), so that a corrupt or
+  // missing object costs its block rather than its whole layer; the report counts them as
+  // delivered. Off: such layers are reported for recompute whole.
+  bool deliver_verified_blocks = false;
 };
 
 // The recompute bound in milliseconds: blocks · block_tokens · layers · ns, at least floor_ms.

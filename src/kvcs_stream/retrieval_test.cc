@@ -280,6 +280,33 @@ TEST_F(RetrievalTest, CorruptObjectFromThePeerIsReportedForRecompute) {
   EXPECT_EQ(got.report->recompute_count(), 3u);
 }
 
+TEST_F(RetrievalTest, CorruptObjectCostsOnlyItsBlockWithDeliverVerifiedBlocks) {
+  Create(PubConfig());
+  PublishLayers(d_.layers);
+  auto genuine = store_.FindTrack({pub_->track_namespace(), "v.raw.s0"})->Find({4, 1});
+  Bytes bad = *genuine->payload;
+  bad.back() ^= 1;
+  moqt::TrackStore hostile;
+  ASSERT_TRUE(test::CopyTracks(store_, pub_->track_namespace(),
+                               {"manifest", "k.raw.s0", "v.raw.s0"}, hostile,
+                               {"v.raw.s0", {4, 1}, bad})
+                  .ok());
+  Serve(&hostile);
+  Got got;
+  RetrievalOptions o = Options(RetrievalMode::kLive, tokens_);
+  o.deliver_verified_blocks = true;
+  auto r = Start(std::move(o), &got);
+  ASSERT_TRUE(got.report.has_value());
+  EXPECT_TRUE(got.mismatches.empty());
+  EXPECT_EQ(got.layers.size(), d_.layers);
+  EXPECT_EQ(got.layers[std::make_pair(0u, 4u)], 2);  // blocks 0 and 2, one run each
+  EXPECT_EQ(got.report->at(1, 4).source, BlockSource::kRecompute);
+  EXPECT_EQ(got.report->at(1, 4).reason, StreamError::kObjectInvalid);
+  EXPECT_EQ(got.report->at(0, 4).source, BlockSource::kMoqt);
+  EXPECT_EQ(got.report->at(2, 4).source, BlockSource::kMoqt);
+  EXPECT_EQ(got.report->recompute_count(), 1u);
+}
+
 TEST_F(RetrievalTest, PublisherThatStopsEndsAtTheRecomputeDeadline) {
   Create(PubConfig());
   Serve(&store_);

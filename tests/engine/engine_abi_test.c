@@ -105,9 +105,10 @@ static void test_create_errors(void) {
   CHECK_STATUS(st, KVCS_ERR_INVALID_ARGUMENT);
   CHECK(strstr(kvcs_last_error(), "relay") != NULL);
   c = base_config();
-  c.index_url = "http://127.0.0.1:1";
+  c.index_url = "ftp://127.0.0.1:1";
   CHECK(kvcs_client_create(&c, &st) == NULL);
-  CHECK_STATUS(st, KVCS_ERR_NOT_YET);
+  CHECK_STATUS(st, KVCS_ERR_INVALID_ARGUMENT);
+  CHECK(strstr(kvcs_last_error(), "index_url") != NULL);
   c = base_config();
   c.descriptor.layers = 0;
   CHECK(kvcs_client_create(&c, &st) == NULL);
@@ -164,6 +165,10 @@ static void test_save(kvcs_client* c, float* k, float* v) {
   size_t n = 99;
   CHECK_STATUS(kvcs_lookup(c, tokens, 14, 0, &n), KVCS_OK);
   CHECK(n == 0);
+  char where[256] = "x";
+  CHECK_STATUS(kvcs_lookup_source(c, tokens, 14, 0, &n, where, sizeof where), KVCS_OK);
+  CHECK(n == 0 && where[0] == 0);
+  CHECK_STATUS(kvcs_lookup_source(c, tokens, 14, 0, &n, NULL, 8), KVCS_ERR_INVALID_ARGUMENT);
   CHECK_STATUS(kvcs_lookup(c, NULL, 14, 0, &n), KVCS_ERR_INVALID_ARGUMENT);
   CHECK_STATUS(kvcs_lookup(c, tokens, 14, 4, &n), KVCS_ERR_INVALID_ARGUMENT);
 
@@ -210,6 +215,11 @@ static void test_save(kvcs_client* c, float* k, float* v) {
 
   CHECK_STATUS(kvcs_lookup(c, tokens, 14, 0, &n), KVCS_OK);
   CHECK(n == 12);
+  CHECK_STATUS(kvcs_lookup_source(c, tokens, 14, 0, &n, where, sizeof where), KVCS_OK);
+  CHECK(n == 12 && strncmp(where, "store http://127.0.0.1:", 23) == 0 &&
+        strstr(where, " bucket engine-abi") != NULL);
+  CHECK_STATUS(kvcs_lookup_source(c, tokens, 14, 0, &n, where, 6), KVCS_OK); /* truncated */
+  CHECK(strcmp(where, "store") == 0);
   CHECK_STATUS(kvcs_lookup(c, tokens, 14, 2, &n), KVCS_OK);
   CHECK(n == 12);
   uint32_t other[14];
@@ -281,6 +291,16 @@ static void test_load(kvcs_client* c) {
   CHECK_STATUS(kvcs_load_finish(ld), KVCS_OK);
   CHECK_STATUS(kvcs_load_finish(ld), KVCS_ERR_FINISHED);
   CHECK_STATUS(kvcs_load_wait_layer(ld, 0, failed, 4, &n_failed), KVCS_ERR_FINISHED);
+  /* Where each block came from: answered after finish too. */
+  uint8_t src[4] = {0, 0, 0, 0};
+  size_t n_src = 99;
+  CHECK_STATUS(kvcs_load_block_sources(ld, 1, src, 4, &n_src), KVCS_OK);
+  CHECK(n_src == 3 && src[0] == KVCS_SOURCE_STORE && src[2] == KVCS_SOURCE_STORE);
+  CHECK_STATUS(kvcs_load_block_sources(ld, 1, src, 1, &n_src), KVCS_OK); /* capped */
+  CHECK(n_src == 3);
+  CHECK_STATUS(kvcs_load_block_sources(ld, kLayers, src, 4, &n_src), KVCS_ERR_UNKNOWN_LAYER);
+  CHECK_STATUS(kvcs_load_block_sources(ld, 0, NULL, 4, &n_src), KVCS_ERR_INVALID_ARGUMENT);
+  CHECK_STATUS(kvcs_load_block_sources(NULL, 0, src, 4, &n_src), KVCS_ERR_INVALID_ARGUMENT);
   CHECK_STATUS(kvcs_load_cancel(ld), KVCS_OK);
   kvcs_load_free(ld);
 
@@ -298,6 +318,10 @@ static void test_load(kvcs_client* c) {
                  KVCS_ERR_BLOCKS_FAILED);
     CHECK(n_failed == 1 && failed[0] == 1);
     CHECK(k[l][0] == value(l, 0, 1, 0, 0, 0)); /* prompt block 1 -> engine block ids[0] = 0 */
+    uint8_t src[2] = {0, 0};
+    size_t n_src = 0;
+    CHECK_STATUS(kvcs_load_block_sources(ld, (uint32_t)l, src, 2, &n_src), KVCS_OK);
+    CHECK(n_src == 2 && src[0] == KVCS_SOURCE_STORE && src[1] == KVCS_SOURCE_RECOMPUTE);
     CHECK(((const unsigned char*)k[l])[3 * kBlockStride] == 0xff); /* ids[1] = 3 not written */
   }
   CHECK_STATUS(kvcs_load_finish(ld), KVCS_ERR_BLOCKS_FAILED);
@@ -468,6 +492,10 @@ static void test_relay(float* k, float* v) {
 
   CHECK_STATUS(kvcs_lookup(q, rt, 14, 0, &n), KVCS_OK); /* discovery at the relay */
   CHECK(n == 12);
+  char where[512];
+  CHECK_STATUS(kvcs_lookup_source(q, rt, 14, 0, &n, where, sizeof where), KVCS_OK);
+  CHECK(n == 12 && strncmp(where, "relay moqt://", 13) == 0 &&
+        strstr(where, " publication kvcs-1/") != NULL);
   CHECK_STATUS(kvcs_lookup(q, rt, 14, 3, &n), KVCS_OK);
   CHECK(n == 12);
   uint32_t other[14];
@@ -510,6 +538,11 @@ static void test_relay(float* k, float* v) {
             }
       CHECK(bad == 0);
       CHECK(((const unsigned char*)lk[l])[2 * kBlockStride] == 0xff); /* block 2: not named */
+      uint8_t src[3] = {0, 0, 0};
+      size_t n_src = 0;
+      CHECK_STATUS(kvcs_load_block_sources(ld, (uint32_t)l, src, 3, &n_src), KVCS_OK);
+      CHECK(n_src == 3 && src[0] == KVCS_SOURCE_RELAY && src[1] == KVCS_SOURCE_RELAY &&
+            src[2] == KVCS_SOURCE_RELAY);
     }
     CHECK_STATUS(kvcs_load_finish(ld), KVCS_OK);
     CHECK_STATUS(kvcs_load_finish(ld), KVCS_ERR_FINISHED);
@@ -555,6 +588,32 @@ static void test_relay(float* k, float* v) {
   }
   ld = kvcs_load_start(q, rt, 14, 0, lids, 3, bufs, kLayers, &head_major, &st);
   kvcs_load_free(ld); /* freed while loading */
+
+  /* A client with the store beside the relay: a prompt no publication serves (test_save stored
+   * it, nothing published it) is loaded from the store whole. */
+  kvcs_client_config both = base_config();
+  both.relay_url = q_url;
+  both.relay_insecure = 1;
+  kvcs_client* r = kvcs_client_create(&both, &st);
+  CHECK(r != NULL);
+  if (r) {
+    memset(lk, 0xff, sizeof lk);
+    ld = kvcs_load_start(r, tokens, 14, 0, lids, 3, bufs, kLayers, &head_major, &st);
+    CHECK(ld != NULL);
+    if (ld) {
+      for (int l = 0; l < kLayers; ++l) {
+        CHECK_STATUS(kvcs_load_wait_layer(ld, (uint32_t)l, failed, 4, &n_failed), KVCS_OK);
+        CHECK(lk[l][3 * kBlockStride / 4] == value(l, 0, 1, 0, 0, 0)); /* block 1 -> id 3 */
+        uint8_t src[3] = {0, 0, 0};
+        size_t n_src = 0;
+        CHECK_STATUS(kvcs_load_block_sources(ld, (uint32_t)l, src, 3, &n_src), KVCS_OK);
+        CHECK(n_src == 3 && src[0] == KVCS_SOURCE_STORE && src[2] == KVCS_SOURCE_STORE);
+      }
+      CHECK_STATUS(kvcs_load_finish(ld), KVCS_OK);
+      kvcs_load_free(ld);
+    }
+    kvcs_client_free(r);
+  }
   kvcs_client_free(q);
   kvcs_client_free(p);
 }

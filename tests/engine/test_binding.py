@@ -7,7 +7,9 @@ after finish), and the GIL released while a load is waited for. Then the MOQT pa
 through another.
 
 usage: test_binding.py KVCS_BINARY [TAMPERING_RELAY_BINARY (unused)]"""
+import json
 import sys
+import urllib.request
 import threading
 
 import numpy as np
@@ -15,7 +17,7 @@ import torch
 
 import kvcs
 from kvcs import KvcsError
-from kvcs.dev_store import RelayProcess, StoreProcess
+from kvcs.dev_store import IndexProcess, RelayProcess, StoreProcess
 
 L, H, D, B, NB = 3, 2, 8, 4, 6
 
@@ -39,6 +41,41 @@ def descriptor(layers=L, dtype="fp32"):
                 layers=layers, kv_heads=H, head_dim=D, kv_dtype=dtype, block_tokens=B)
 
 
+def register(index_url, client, tokens, blocks, holder):
+    """Registers `holder` for the first `blocks` blocks of `tokens` (kvsp-index.md §7)."""
+    keys, scope, compat = [], None, None
+    for i in range(blocks):
+        key, name = client.block_key(tokens, i)  # name: kvsp/<scope>/<compat>/<key>.raw
+        _, scope, compat, _ = name.split("/")
+        keys.append(key.hex())
+    body = json.dumps({"compat_id": compat, "scope_id": scope, "holder": holder, "tier": "disk",
+                       "codecs": ["raw"], "layer_first": 0, "layer_count": L,
+                       "block_keys": keys, "ttl_ms": 600000}).encode()
+    req = urllib.request.Request(index_url + "/kvsp/v1/replicas", data=body, method="POST",
+                                 headers={"Content-Type": "application/json"})
+    with urllib.request.urlopen(req, timeout=10) as resp:
+        check(resp.status == 204, "index: register answered %d" % resp.status)
+
+
+def index_path(kvcs_binary, relay_url):
+    """Lookup on the MOQT path answered by the index: its longest registered prefix and holder;
+    an unreachable index leaves the answer to the relay."""
+    with IndexProcess(kvcs_binary) as ix:
+        mk = lambda url: kvcs.Client(None, "", "", descriptor(), relay_url=relay_url,
+                                     relay_insecure=True, scope_key=bytes(range(32)),
+                                     index_url=url)
+        c = mk(ix.url)
+        tokens = list(range(900, 900 + 3 * B + 1))  # published nowhere
+        check(c.lookup_source(tokens) == (0, ""), "index: nothing registered yet")
+        register(ix.url, c, tokens, 2, "http://127.0.0.1:9/_kvsp")
+        n, where = c.lookup_source(tokens)
+        check(n == 2 * B and where == "index %s holder http://127.0.0.1:9/_kvsp" % ix.url,
+              "index: lookup_source %r" % ((n, where),))
+        check(c.lookup(tokens, 2) == 2 * B, "index: from block 2")
+    down = mk("http://127.0.0.1:1")  # refused at once: the relay answers
+    check(down.lookup(tokens) == 0, "index down: relay answer")
+
+
 def relay_path(kvcs_binary):
     with RelayProcess([kvcs_binary, "relay", "--open"]) as r:
         mk = lambda: kvcs.Client(None, "", "", descriptor(), relay_url=r.url, relay_insecure=True,
@@ -55,6 +92,9 @@ def relay_path(kvcs_binary):
         check(save.finish() == 3, "relay: three blocks published")
         save.close()
         check(sub.lookup(tokens) == 3 * B, "relay: discovered")
+        n, where = sub.lookup_source(tokens)
+        check(n == 3 * B and where.startswith("relay " + r.url + " publication kvcs-1/"),
+              "relay: lookup_source %r" % ((n, where),))
         dst = [(np.zeros((NB, B, H, D), np.float32), np.zeros((NB, B, H, D), np.float32))
                for _ in range(L)]
         load = sub.load(tokens, 0, [5, 1, 4], dst, kvcs.paged_layout(dst[0][0], B, H, D))
@@ -65,8 +105,10 @@ def relay_path(kvcs_binary):
                     check(np.array_equal(kv[layer][kv_i][src].numpy(), dst[layer][kv_i][to]),
                           "relay: layer %d block %d mismatch" % (layer, src))
         check(load.finish() == "KVCS_OK", "relay: load status")
+        check(load.block_sources(L - 1) == ["relay"] * 3, "relay: sources")
         load.close()
         # Another scope finds nothing.
+        index_path(kvcs_binary, r.url)
         other = kvcs.Client(None, "", "", descriptor(), relay_url=r.url, relay_insecure=True)
         check(other.lookup(tokens) == 0, "relay: another scope found the publication")
 
@@ -75,7 +117,7 @@ def main():
     with StoreProcess(sys.argv[1], ["--bandwidth-cap=32000000"]) as s:
         mk = lambda **kw: kvcs.Client(s.url, s.access_key, s.secret_key, kw.pop("d", descriptor()),
                                       bucket="binding", create_bucket=True, **kw)
-        raises("KVCS_ERR_NOT_YET", mk, index_url="http://127.0.0.1:1")
+        raises("KVCS_ERR_INVALID_ARGUMENT", mk, index_url="ftp://127.0.0.1:1")
         raises("KVCS_ERR_INVALID_ARGUMENT", mk, relay_url="http://127.0.0.1:1")
         raises("KVCS_ERR_INVALID_ARGUMENT", mk, scope_key=b"short")
         raises("KVCS_ERR_INVALID_ARGUMENT", mk, d=dict(descriptor(), layers=0))
@@ -108,6 +150,8 @@ def main():
         save.close()
         raises("KVCS_ERR_FINISHED", save.finish)  # closed
         check(c.lookup(tokens) == 3 * B, "lookup after save")
+        n, where = c.lookup_source(tokens)
+        check(n == 3 * B and where.startswith("store " + s.url), "lookup_source %r" % where)
 
         # Load into numpy arrays (head-major layout) at other engine blocks.
         dst = [(np.zeros((NB, H, B, D), np.float32), np.zeros((NB, H, B, D), np.float32))
@@ -143,6 +187,8 @@ def main():
         other = tokens[:2 * B] + [7] * (B + 1)
         load = c.load(other, 0, [0, 2, 3], dst, head_major)
         check(load.wait_layer(0) == [2], "the unsaved block is reported")
+        check(load.block_sources(0) == ["store", "store", "recompute"], "per-block sources")
+        raises("KVCS_ERR_UNKNOWN_LAYER", load.block_sources, L)
         check(load.finish() == "KVCS_ERR_BLOCKS_FAILED", "overall status")
         load.close()
 

@@ -12,8 +12,11 @@ MOQT through a relay (a real `kvcs relay`): A's save is published live through t
 loads A's prefix from it (the client knows every Block Key it published), another engine with its
 own session finds A's publication by discovery at the relay for a prompt that extends A's; then,
 through a relay that flips one bit of layer 1's object of block 1 (tampering_relay.cc), the load
-reports the failure (over MOQT a layer is handed over only when every block of it verified, so
-all of layer 1's blocks fail), the engine recomputes, and the logits are still right.
+reports exactly that block (the rest of layer 1 is loaded), the engine recomputes from it, and
+the logits are still right; with the store configured beside the relay, that block is recovered
+from the store (its KVSP endpoints) instead: nothing is reported or recomputed, and the
+per-block sources say relay for every block and store for block 1. Lookup over MOQT answers the
+published prefix's token count.
 
 usage: test_connector_model.py KVCS_BINARY TAMPERING_RELAY_BINARY"""
 import sys
@@ -122,7 +125,7 @@ def relay_config(model, url):
                       relay_url=url, relay_insecure=True)
 
 
-def run_relay_path(kvcs, tampering_relay):
+def run_relay_path(kvcs, tampering_relay, store):
     name = "MOQT relay"
     model_cfg = TinyLlamaConfig()
     model = TinyLlama(model_cfg)
@@ -159,21 +162,50 @@ def run_relay_path(kvcs, tampering_relay):
         diff = check_logits(got_c, want_c, torch.float32, name + ": C (discovery)")
         print("%s: another engine discovered A's publication, reused %d tokens, max |logit diff| "
               "%.3g" % (name, rep_c.external_tokens, diff))
-    with RelayProcess([tampering_relay, "--track", "k.raw.s0", "--group", "1",
-                       "--object", "1"]) as bad:
+    tamper = [tampering_relay, "--track", "k.raw.s0", "--group", "1", "--object", "1"]
+    with RelayProcess(tamper) as bad:
         eng = engine_for(model, relay_config(model, bad.url))
         eng.prefill("A", tokens_a)
+        n, where = eng.scheduler.client.lookup_source(tokens_b)
+        check(n == P * B, "%s: lookup over MOQT answered %d tokens, want %d" % (name, n, P * B))
+        check(where.startswith("relay " + bad.url) and " publication kvcs-1/" in where,
+              "%s: lookup says %r" % (name, where))
         got_b, rep_b = eng.prefill("B", tokens_b)
         check(rep_b.external_tokens == P * B, "%s: B loaded %d tokens through the tampering relay"
               % (name, rep_b.external_tokens))
-        check(len(rep_b.load_errors) == P, "%s: load errors %s, want layer 1's %d blocks" %
-              (name, rep_b.load_errors, P))
-        check(rep_b.recomputed_from == 0, "%s: recomputed from %s, want 0" %
-              (name, rep_b.recomputed_from))
+        bad_block = rep_b.block_ids[1]
+        check(len(rep_b.load_errors) == 1, "%s: load errors %s, want block 1 only" %
+              (name, rep_b.load_errors))
+        check(rep_b.recomputed_from == B, "%s: recomputed from %s, want %d" %
+              (name, rep_b.recomputed_from, B))
+        check(rep_b.load_sources.get(bad_block) == {"relay", "recompute"},
+              "%s: sources %s" % (name, rep_b.load_sources))
         diff = check_logits(got_b, want_b, torch.float32, name + ": B after recompute")
-        print("%s: a flipped bit in layer 1, block 1 was refused; %d blocks reported, recomputed "
-              "from token %d, max |logit diff| %.3g" % (name, len(rep_b.load_errors),
+        print("%s: a flipped bit in layer 1, block 1 was refused; blocks %s reported, recomputed "
+              "from token %d, max |logit diff| %.3g" % (name, sorted(rep_b.load_errors),
                                                        rep_b.recomputed_from, diff))
+    # The same relay with the store beside it: the block comes from the store.
+    with RelayProcess(tamper) as bad:
+        cfg = KVCSConfig(store_url=store.url, access_key=store.access_key,
+                         secret_key=store.secret_key, descriptor=model.descriptor(B),
+                         relay_url=bad.url, relay_insecure=True)  # bucket "kvcache": /_kvsp's
+        eng = engine_for(model, cfg)
+        eng.prefill("A", tokens_a)
+        got_b, rep_b = eng.prefill("B", tokens_b)
+        check(rep_b.external_tokens == P * B, "%s+store: B loaded %d tokens" %
+              (name, rep_b.external_tokens))
+        check(not rep_b.load_errors, "%s+store: load errors %s" % (name, rep_b.load_errors))
+        check(rep_b.recomputed_from is None, "%s+store: recomputed" % name)
+        ids = rep_b.block_ids
+        check(len(rep_b.load_sources) == P, "%s+store: sources %s" % (name, rep_b.load_sources))
+        check(rep_b.load_sources[ids[1]] == {"relay", "store"},
+              "%s+store: block 1 sources %s" % (name, rep_b.load_sources[ids[1]]))
+        check(rep_b.load_sources[ids[0]] == {"relay"} and rep_b.load_sources[ids[2]] == {"relay"},
+              "%s+store: sources %s" % (name, rep_b.load_sources))
+        diff = check_logits(got_b, want_b, torch.float32, name + "+store: B")
+        print("%s with a store: the flipped block was recovered from the store (sources %s), "
+              "nothing recomputed, max |logit diff| %.3g" %
+              (name, {k: sorted(v) for k, v in rep_b.load_sources.items()}, diff))
 
 
 def main():
@@ -185,7 +217,7 @@ def main():
         run_path(store, shm=False)
         run_path(store, shm=True)
         run_path(store, shm=False, dtype=torch.bfloat16)
-    run_relay_path(sys.argv[1], sys.argv[2])
+        run_relay_path(sys.argv[1], sys.argv[2], store)
     print("connector + model: all checks passed")
     return 0
 
