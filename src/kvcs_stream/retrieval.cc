@@ -235,7 +235,11 @@ void Retrieval::OnDataObject(Request& r, const moqt::ReceivedObject& o) {
                    options_.verifier.max_buffered_bytes) {
     ++hashing_;
     hashing_bytes_ += payload.size();
-    pool_->Submit(Bytes(payload.begin(), payload.end()), profile::kObjectHeaderSize,
+    // The session's reassembly buffer when it is ours to take (no copy), else a copy.
+    Bytes owned = payload.data() == o.payload.data() && payload.size() == o.payload.size()
+                      ? o.TakePayload()
+                      : Bytes(payload.begin(), payload.end());
+    pool_->Submit(std::move(owned), profile::kObjectHeaderSize,
                   [this, alive = alive_, post = options_.post, track = r.name, loc = o.location](
                       Bytes p, const Digest& d) {
                     post([this, alive, track, loc, p = std::move(p), d]() mutable {

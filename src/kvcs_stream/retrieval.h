@@ -72,7 +72,8 @@ struct RetrievalOptions {
   // does not open is discarded, reported (kUndecryptable, kUnknownKeyId) and so missing.
   std::optional<ObjectDecryption> decryption;
   // Off-thread hashing (the one SHA-256 of each data object's Data that §5.4 needs): with
-  // verify_threads > 0 and `post` set, each data object is copied once, hashed on one of
+  // verify_threads > 0 and `post` set, each data object is taken over (the session's reassembly
+  // buffer, ReceivedObject::TakePayload) or copied once, hashed on one of
   // verify_threads worker threads the Retrieval owns, and handed back through `post`, which must
   // run it on the session's thread (e.g. asio::post to its io_context); the session's thread then
   // does the rest (header checks, manifest, delivery) without hashing. Objects in flight count

@@ -95,7 +95,7 @@ void IncomingDataStream::OnObjectPayload(ByteSpan chunk, bool end_of_object) {
   }
   payload_->insert(payload_->end(), chunk.begin(), chunk.end());
   if (end_of_object) {
-    std::shared_ptr<const Bytes> p = std::move(payload_);
+    std::shared_ptr<Bytes> p = std::move(payload_);
     ReleasePayload();
     const ByteSpan view(*p);
     session_->DeliverObject(*this, view, std::move(p));

@@ -1878,7 +1878,7 @@ void MoqtSessionImpl::DataStreamMalformed(const Status& error) {
 }
 
 void MoqtSessionImpl::DeliverObject(IncomingDataStream& d, ByteSpan payload,
-                                    std::shared_ptr<const Bytes> buffer) {
+                                    std::shared_ptr<Bytes> buffer) {
   if (closing_ || d.refused()) return;
   auto it = out_requests_.find(d.owner());
   if (it == out_requests_.end()) return;

@@ -102,6 +102,19 @@ struct ReceivedObject {
     if (payload_buffer) return payload_buffer;
     return std::make_shared<const Bytes>(payload.begin(), payload.end());
   }
+  // The payload as a buffer of the caller's own: the session's reassembly buffer moved out when
+  // nothing else shares it (no copy), else a copy of `payload`. Afterwards `payload` and
+  // `payload_buffer` must not be read again. For a visitor that keeps each object (a consumer's
+  // verifier); one that only reads the bytes reads `payload`.
+  Bytes TakePayload() const {
+    if (payload_buffer && payload_buffer.use_count() == 1 &&
+        payload.data() == payload_buffer->data() && payload.size() == payload_buffer->size()) {
+      Bytes b = std::move(*payload_buffer);
+      payload_buffer.reset();
+      return b;
+    }
+    return Bytes(payload.begin(), payload.end());
+  }
 
   Location location;
   uint64_t subgroup_id = 0;
@@ -109,9 +122,10 @@ struct ReceivedObject {
   ObjectStatus status = ObjectStatus::kNormal;
   const Properties* properties = nullptr;
   ByteSpan payload;
-  // The buffer `payload` spans, when the session reassembled it (never written to again); null
-  // when `payload` points into the transport's bytes.
-  std::shared_ptr<const Bytes> payload_buffer;
+  // The buffer `payload` spans, when the session reassembled it (never written to again, except
+  // moved out by TakePayload); null when `payload` points into the transport's bytes. Mutable so
+  // that TakePayload can move it out of the const object a visitor receives.
+  mutable std::shared_ptr<Bytes> payload_buffer;
   DeliveryKind via = DeliveryKind::kSubscription;
 };
 

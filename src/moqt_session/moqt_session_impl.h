@@ -132,7 +132,7 @@ class MoqtSessionImpl : public transport::SessionVisitor,
   void ReleaseReassemblyBytes(uint64_t bytes) override;
   void RefuseDataStream(IncomingDataStream& d, StreamResetCode code) override;
   void DeliverObject(IncomingDataStream& d, ByteSpan payload,
-                     std::shared_ptr<const Bytes> buffer) override;
+                     std::shared_ptr<Bytes> buffer) override;
   void DeliverEndOfRange(IncomingDataStream& d, const EndOfRange& m) override;
   void DataStreamEnded(IncomingDataStream& d, bool clean) override;
   void DataStreamMalformed(const Status& error) override;

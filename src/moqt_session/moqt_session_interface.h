@@ -40,7 +40,7 @@ class SessionToDataStreamInterface {
   // `buffer`: the reassembly buffer `payload` spans (handed on to the visitor), or null when
   // `payload` points into the transport's bytes.
   virtual void DeliverObject(IncomingDataStream& stream, ByteSpan payload,
-                             std::shared_ptr<const Bytes> buffer) = 0;
+                             std::shared_ptr<Bytes> buffer) = 0;
   virtual void DeliverEndOfRange(IncomingDataStream& stream, const EndOfRange& marker) = 0;
   // The stream ended: `clean` = FIN, otherwise reset or refused.
   virtual void DataStreamEnded(IncomingDataStream& stream, bool clean) = 0;

@@ -1280,6 +1280,61 @@ TEST(MoqtReassemblyTest, AReassembledPayloadIsHandedOnInItsOwnBuffer) {
   EXPECT_FALSE(p.client->closed());
 }
 
+// TakePayload moves a reassembled payload's buffer out to the visitor (a consumer that keeps
+// each object needs no copy of its own); a payload that arrived in one chunk, or a buffer someone
+// else already shares, is copied, and the shared one stays intact.
+TEST(MoqtReassemblyTest, TakePayloadMovesAnUnsharedReassemblyBufferOutAndCopiesOtherwise) {
+  struct Taker : SubscribeVisitor {
+    void OnObject(const ReceivedObject& o) override {
+      if (share_first) shared.push_back(o.SharedPayload());
+      views.push_back(o.payload.data());
+      taken.push_back(o.TakePayload());
+    }
+    void OnComplete(const SubscriptionDone&) override {}
+    bool share_first = false;
+    std::vector<std::shared_ptr<const Bytes>> shared;
+    std::vector<const uint8_t*> views;
+    std::vector<Bytes> taken;
+  };
+  for (bool share_first : {false, true}) {
+    RawPublisher p;
+    auto sub = std::make_shared<Taker>();
+    sub->share_first = share_first;
+    ASSERT_TRUE(p.client->Subscribe({{"a"}, "b"}, {}, sub).ok());
+    p.pair.RunUntilIdle();
+    SubscribeOk ok;
+    ok.track_alias = 4;
+    p.Send(0, ok);
+    p.pair.RunUntilIdle();
+    // Object 0: 10 000 payload bytes in two writes (reassembled); object 1: 5 bytes in one.
+    Bytes payload(10000);
+    for (size_t i = 0; i < payload.size(); ++i) payload[i] = static_cast<uint8_t>(i * 7);
+    Bytes b = {0x14, 0x04, 0x00, 0x00, 0x80, 0x00};
+    AppendVarint(&b, payload.size());
+    b.insert(b.end(), payload.begin(), payload.begin() + 3000);
+    transport::Stream* d = p.pair.server().OpenOutgoingUnidirectionalStream();
+    ASSERT_TRUE(d->Write(b, false).ok());
+    p.pair.RunUntilIdle();
+    Bytes rest(payload.begin() + 3000, payload.end());
+    rest.insert(rest.end(), {0x00, 0x05, 'h', 'e', 'l', 'l', 'o'});
+    ASSERT_TRUE(d->Write(rest, false).ok());
+    p.pair.RunUntilIdle();
+    ASSERT_EQ(sub->taken.size(), 2u);
+    EXPECT_EQ(sub->taken[0], payload);
+    EXPECT_EQ(sub->taken[1], B("hello"));
+    EXPECT_NE(sub->taken[1].data(), sub->views[1]) << "a chunk of the transport's is copied";
+    if (share_first) {
+      EXPECT_NE(sub->taken[0].data(), sub->views[0]) << "a shared buffer is copied";
+      ASSERT_EQ(sub->shared.size(), 2u);
+      EXPECT_EQ(*sub->shared[0], payload) << "and stays intact";
+    } else {
+      EXPECT_EQ(sub->taken[0].data(), sub->views[0]) << "moved out without a copy";
+    }
+    EXPECT_EQ(p.client->stats().reassembly_bytes, 0u);
+    EXPECT_FALSE(p.client->closed());
+  }
+}
+
 TEST(MoqtHardeningTest, RequestIdsThatNeverArriveDoNotEventuallyCloseTheSession) {
   InMemoryOptions sopts;
   sopts.max_incoming_bidi = 10000;
