@@ -138,10 +138,15 @@ def kvcs_leg(client, tokens, ids, dst, layout, layers, c):
     t0 = time.perf_counter()
     ld = client.load(tokens, 0, ids, dst, layout)
 
+    ready = []
+
     def wait(l):
         failed = ld.wait_layer(l)
         if failed:
-            raise RuntimeError("layer %d: %d blocks failed" % (l, len(failed)))
+            raise RuntimeError("layer %d: %d blocks failed at %.1f s (layer 0 ready at %s)"
+                               % (l, len(failed), time.perf_counter() - t0,
+                                  "%.1f ms" % (ready[0] * 1e3) if ready else "-"))
+        ready.append(time.perf_counter() - t0)
 
     try:
         ttft, first, last = pipelined(wait, layers, c)
