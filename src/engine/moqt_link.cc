@@ -13,6 +13,7 @@ namespace {
 
 namespace asio = boost::asio;
 constexpr auto kTick = std::chrono::milliseconds(10);
+constexpr auto kKeepAlive = std::chrono::seconds(10);  // under the 30 s QUIC idle timeout
 // Block Keys remembered at most (all are forgotten beyond: they are found again by discovery).
 constexpr size_t kMaxRemembered = size_t{1} << 16;
 
@@ -127,6 +128,9 @@ void MoqtLink::Connect() {
   cfg.quic.ca_file = options_.ca_file;
   cfg.quic.insecure = options_.insecure;
   cfg.quic.limits.handshake_timeout = std::chrono::milliseconds(options_.connect_timeout_ms);
+  // PINGs while idle: the session (and with it the relay's route to this client's publications)
+  // outlives the QUIC idle timeout between an engine's requests.
+  cfg.quic.limits.keep_alive = kKeepAlive;
   if (!url->path.empty()) cfg.session.path = url->path;
   cfg.session.authority = url->authority();
   cfg.session.implementation = "kvcs-engine/0.1";
@@ -284,8 +288,10 @@ Result<std::optional<LinkPublication>> MoqtLink::FindPublication(
     }
     return std::nullopt;
   });
-  if (known) return known;
+  // A remembered publication is used on the session too: (re)connect first, or a load after the
+  // session ended (the relay restarted) would find no session and fail every block.
   KVCS_RETURN_IF_ERROR(EnsureSession());
+  if (known) return known;
   // Discovery at the relay, on the link thread; this thread waits for its result.
   auto promise = std::make_shared<std::promise<Result<stream::DiscoveryResult>>>();
   std::future<Result<stream::DiscoveryResult>> result = promise->get_future();

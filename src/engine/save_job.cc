@@ -42,6 +42,7 @@ SaveJob::SaveJob(EngineClient* client, std::vector<Digest> keys, size_t first_bl
       first_block_(first_block),
       block_ids_(std::move(block_ids)),
       layout_(layout),
+      saved_(client->descriptor().layers, false),
       layers_(client->descriptor().layers) {}
 
 Result<std::unique_ptr<SaveJob>> SaveJob::Begin(EngineClient* client,
@@ -91,12 +92,12 @@ Status SaveJob::SaveLayer(uint32_t layer, const LayerTarget& b) {
   if (finished_) {
     return EngineStatus(Code::kFailedPrecondition, EngineError::kFinished, "save already finished");
   }
-  if (layer >= layers_.size()) {
+  if (layer >= saved_.size()) {
     return EngineStatus(Code::kInvalidArgument, EngineError::kUnknownLayer,
                         "layer " + std::to_string(layer) + " of a model with " +
-                            std::to_string(layers_.size()) + " layers");
+                            std::to_string(saved_.size()) + " layers");
   }
-  if (layers_[layer]) {
+  if (saved_[layer]) {
     return EngineStatus(Code::kFailedPrecondition, EngineError::kState,
                         "layer " + std::to_string(layer) + " was already saved");
   }
@@ -113,7 +114,8 @@ Status SaveJob::SaveLayer(uint32_t layer, const LayerTarget& b) {
     GatherSection(b.v, layout_, shape, block_ids_[i], out.data() + (2 * i + 1) * section);
   }
   auto data = std::make_shared<const Bytes>(std::move(out));
-  layers_[layer] = data;
+  saved_[layer] = true;
+  if (client_->has_store()) layers_[layer] = data;
   if (pub_) {
     client_->moqt()->Post([p = pub_, layer, data = std::move(data)]() mutable {
       if (p->error.ok()) p->Offer(layer, std::move(data));
@@ -126,8 +128,8 @@ Result<size_t> SaveJob::Finish() {
   if (finished_) {
     return EngineStatus(Code::kFailedPrecondition, EngineError::kFinished, "save already finished");
   }
-  for (size_t l = 0; l < layers_.size(); ++l) {
-    if (!layers_[l]) {
+  for (size_t l = 0; l < saved_.size(); ++l) {
+    if (!saved_[l]) {
       return EngineStatus(Code::kFailedPrecondition, EngineError::kState,
                           "layer " + std::to_string(l) + " was not saved");
     }

@@ -41,7 +41,9 @@ class SaveJob {
   size_t first_block_;
   std::vector<uint32_t> block_ids_;
   PagedLayout layout_;
-  // Per layer: the K then V sections of every block, [block][K|V] (null until saved).
+  std::vector<bool> saved_;  // per layer
+  // Per layer: the K then V sections of every block, [block][K|V], kept for Finish's PUT only
+  // when the client has a store (a relay-only save keeps nothing: the publication holds it).
   std::vector<std::shared_ptr<const Bytes>> layers_;
   bool finished_ = false;
   struct Publication;  // the MOQT publication's state, on the link's thread

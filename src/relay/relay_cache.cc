@@ -2,6 +2,7 @@
 #include "relay/relay_cache.h"
 
 #include <algorithm>
+#include <limits>
 #include <tuple>
 
 namespace kvcs::relay {
@@ -40,6 +41,9 @@ Result<std::shared_ptr<moqt::Track>> RelayCache::Create(
   }
   options.budget = budget_;
   options.keep_whole = true;
+  // Whole tracks: the budget is their only bound (a track's own default, 1 GiB, would evict the
+  // first layers of a 64K-token KV track, 4 GiB).
+  options.max_bytes = std::numeric_limits<uint64_t>::max();
   auto track = std::make_shared<moqt::Track>(name, std::move(options));
   Publication& pub = pubs_[name.track_namespace];
   if (pub.tracks.empty()) pub.seq = next_seq_++;

@@ -2,7 +2,8 @@
 // KVCS cache is useless in part), all charging one ByteBudget. Publications are evicted whole,
 // least recently used first, and only when nothing serves from them: a publication is in use
 // while any of its tracks is held by someone besides the cache (a session serving a subscriber
-// or fetch, an upstream feed filling it). Tracks never evict their own groups (keep_whole): when
+// or fetch, an upstream feed filling it). Tracks never evict their own groups (keep_whole, and no
+// byte bound of their own: the budget is the only one): when
 // the budget is full and nothing can be evicted, the write is refused and the caller ends that
 // track cleanly.
 // Pure logic: the clock is passed in. THREADING: single-threaded (the relay's executor).

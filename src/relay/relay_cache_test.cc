@@ -73,6 +73,22 @@ TEST(RelayCacheTest, APublicationInUseIsNeverEvictedAndAFullCacheRefuses) {
   EXPECT_NE(c.Find(Name("a", "k"), 3), nullptr);
 }
 
+TEST(RelayCacheTest, ACachedTrackIsBoundedByTheBudgetAloneNotByItsOwnByteBound) {
+  RelayCache c(20 * (kObj + moqt::kTrackGroupOverheadBytes));
+  moqt::TrackOptions o;
+  o.max_bytes = 3000;  // a caller's (or the default, 1 GiB) per-track bound: not for the cache
+  auto t = c.Create(Name("a", "k"), o, 0, nullptr);
+  ASSERT_TRUE(t.ok()) << t.status().message();
+  for (uint64_t g = 0; g < 10; ++g) {
+    moqt::PublishedObject obj;
+    obj.location = {g, 0};
+    obj.payload = std::make_shared<const Bytes>(1000, 7);
+    ASSERT_TRUE((*t)->InsertObject(std::move(obj)).ok()) << g;
+  }
+  EXPECT_EQ((*t)->oldest_group(), std::optional<uint64_t>(0));
+  EXPECT_EQ((*t)->stored_bytes(), 10000u);
+}
+
 TEST(RelayCacheTest, PublicationCountIsBounded) {
   RelayCache c(100 * kObj, /*max_publications=*/2);
   std::shared_ptr<moqt::Track> a = MustCreate(c, Name("a", "k"), 1, nullptr);
