@@ -107,20 +107,7 @@ void TrackFeed::OnComplete(const moqt::SubscriptionDone& done) {
     return;
   }
   if (done.track_ended && done.all_streams_received) {
-    if (!track_->ended()) {
-      // The upstream's track had ended before we subscribed: its End of Track is its Largest
-      // Object (the fill carries no status objects).
-      std::optional<Location> largest = track_->largest();
-      Location eot{0, 0};
-      if (largest) {
-        const bool eot_at_largest = largest->object == 0 && !track_->NextInGroup(largest->group, 0);
-        eot = eot_at_largest ? *largest : Location{largest->group + 1, 0};
-      }
-      moqt::PublishedObject e;
-      e.location = eot;
-      e.status = ObjectStatus::kEndOfTrack;
-      (void)track_->InsertObject(std::move(e));
-    }
+    EndAtLargest();
     Finish(true, moqt::PublishDoneCode::kTrackEnded, "");
     return;
   }
@@ -154,6 +141,34 @@ void TrackFeed::Abandon(moqt::RequestErrorCode code, const std::string& reason) 
   }
   RefuseAll(code, reason);
   Finish(false, moqt::PublishDoneCode::kInternalError, reason);
+}
+
+void TrackFeed::EndAtLargest() {
+  if (track_->ended()) return;
+  // The upstream's track had ended before we subscribed: its End of Track is its Largest
+  // Object (the fill carries no status objects).
+  std::optional<Location> largest = track_->largest();
+  Location eot{0, 0};
+  if (largest) {
+    const bool eot_at_largest = largest->object == 0 && !track_->NextInGroup(largest->group, 0);
+    eot = eot_at_largest ? *largest : Location{largest->group + 1, 0};
+  }
+  moqt::PublishedObject e;
+  e.location = eot;
+  e.status = ObjectStatus::kEndOfTrack;
+  (void)track_->InsertObject(std::move(e));
+}
+
+void TrackFeed::CompletedElsewhere() {
+  if (ended_) return;
+  auto self = shared_from_this();
+  EndAtLargest();
+  if (session_) {
+    moqt::MoqtSession* s = session_;
+    session_ = nullptr;
+    (void)s->Unsubscribe(request_id_);
+  }
+  Finish(true, moqt::PublishDoneCode::kTrackEnded, "");
 }
 
 void TrackFeed::Advance() {
