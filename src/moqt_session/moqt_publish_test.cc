@@ -5,6 +5,7 @@
 #include <set>
 
 #include "moqt/moqt_framer.h"
+#include "moqt_session/moqt_publish_set.h"
 #include "moqt_session/moqt_session.h"
 #include "moqt_session/moqt_track_store.h"
 #include "transport/test_tools/in_memory_session.h"
@@ -251,6 +252,31 @@ TEST(MoqtPublishTest, SubscriberCancellingAPublishStopsThePublisher) {
   p.Produce(*t, 1, 3, 2);
   EXPECT_EQ(p.client->stats().objects_sent, sent);
   EXPECT_FALSE(p.client->closed());
+}
+
+TEST(MoqtPublishSetTest, CallsBackOnceTheSubscriberHoldsEveryTrack) {
+  SubscriberCallbacks cb;
+  Pair p(&cb);
+  auto k = p.MakeTrack("k");
+  auto v = p.MakeTrack("v");
+  PublishSet set(p.client.get());
+  ASSERT_TRUE(set.Publish({Name("k"), Name("v")}).ok());
+  ASSERT_TRUE(set.Publish({Name("k")}).ok());  // PUBLISHed once
+  EXPECT_FALSE(set.Publish({Name("absent")}).ok());
+  EXPECT_EQ(set.pending(), 2u);
+  bool done = false;
+  set.WhenDone([&] { done = true; });
+  p.Produce(*k, 0, 2, 2);
+  p.Produce(*v, 0, 2, 2);
+  ASSERT_TRUE(k->EndTrack().ok());
+  p.Run();
+  EXPECT_FALSE(done);  // v has not ended
+  ASSERT_TRUE(v->EndTrack().ok());
+  p.Run();
+  EXPECT_TRUE(done);
+  EXPECT_EQ(set.delivered(), 2u);
+  EXPECT_TRUE(set.failed().empty());
+  EXPECT_EQ(cb.publishes.size(), 2u);
 }
 
 Bytes SetupBytes() {

@@ -647,8 +647,16 @@ void MoqtSessionImpl::OnRequestStreamFin(StreamId id, StreamEntry& e) {
   }
   if (e.role == StreamEntry::Role::kRequestIn) {
     if (!e.has_request) ProtocolViolation("request stream ended without a request");
-    // A subscription PUBLISHed to us ends like one we sent; other requests end by our answer.
+    // A subscription PUBLISHed to us ends like one we sent, but our FIN waits for its
+    // completion (every counted stream received): the publisher reads it as delivered.
+    // Other requests end by our answer.
     if (!e.has_request || !PublishedToUs(id, e.request_id)) return;
+    OutgoingRequest& r = out_requests_.find(e.request_id)->second;
+    r.fin_received = true;
+    if (!r.done) r.stream_trouble = true;
+    r.AssumePublishDone("request stream ended without PUBLISH_DONE", Now());
+    MaybeCompleteSubscription(r.id);  // FINs our side once complete
+    return;
   }
   if (!e.has_request) return;
   auto it = out_requests_.find(e.request_id);
