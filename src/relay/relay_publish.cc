@@ -36,16 +36,7 @@ class PublishJoin : public moqt::SubscribeVisitor {
     if (track_->failure() || !track_->filling() || track_->Find(o.location)) {
       return;  // held already (or the track is over): the copy is dropped
     }
-    moqt::PublishedObject po;
-    po.location = o.location;
-    po.subgroup_id = o.subgroup_id;
-    po.publisher_priority = o.publisher_priority;
-    po.status = o.status;
-    if (o.properties) po.properties = *o.properties;
-    po.payload = o.SharedPayload();
-    const uint64_t charge =
-        o.payload.size() + moqt::kTrackObjectOverheadBytes + moqt::kTrackGroupOverheadBytes;
-    if (make_room_(charge)) (void)track_->InsertObject(std::move(po));
+    if (make_room_(StoredObjectCharge(o))) (void)track_->InsertObject(ToStoredObject(o));
   }
 
   void OnComplete(const moqt::SubscriptionDone& done) override {

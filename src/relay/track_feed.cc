@@ -38,9 +38,7 @@ void TrackFeed::OnSubscribeOk(const moqt::SubscribeOkInfo& info) {
   Wake();
 }
 
-void TrackFeed::OnObject(const moqt::ReceivedObject& o) {
-  if (ended_) return;
-  auto self = shared_from_this();
+moqt::PublishedObject ToStoredObject(const moqt::ReceivedObject& o) {
   moqt::PublishedObject po;
   po.location = o.location;
   po.subgroup_id = o.subgroup_id;
@@ -48,8 +46,18 @@ void TrackFeed::OnObject(const moqt::ReceivedObject& o) {
   po.status = o.status;
   if (o.properties) po.properties = *o.properties;
   po.payload = o.SharedPayload();  // the session's reassembly buffer when it has one: no copy
-  const uint64_t charge =
-      o.payload.size() + moqt::kTrackObjectOverheadBytes + moqt::kTrackGroupOverheadBytes;
+  return po;
+}
+
+uint64_t StoredObjectCharge(const moqt::ReceivedObject& o) {
+  return o.payload.size() + moqt::kTrackObjectOverheadBytes + moqt::kTrackGroupOverheadBytes;
+}
+
+void TrackFeed::OnObject(const moqt::ReceivedObject& o) {
+  if (ended_) return;
+  auto self = shared_from_this();
+  moqt::PublishedObject po = ToStoredObject(o);
+  const uint64_t charge = StoredObjectCharge(o);
   Status st = relay_->MakeRoom(charge)
                   ? track_->InsertObject(std::move(po))
                   : moqt::TrackErrorStatus(moqt::TrackError::kBudgetExhausted, "cache full");

@@ -27,6 +27,11 @@ namespace kvcs::relay {
 
 class Relay;
 
+// A received object as the cache stores it (the payload buffer shared, not copied), and what
+// storing it may charge the budget (payload, one object, one group: MakeRoom's request).
+moqt::PublishedObject ToStoredObject(const moqt::ReceivedObject& o);
+uint64_t StoredObjectCharge(const moqt::ReceivedObject& o);
+
 class TrackFeed : public moqt::SubscribeVisitor, public std::enable_shared_from_this<TrackFeed> {
  public:
   TrackFeed(Relay* relay, std::shared_ptr<moqt::Track> track, moqt::MoqtSession* session,
