@@ -1,8 +1,9 @@
 // kvcs moq-pub: a MOQT draft-22 publisher of synthetic tracks, for debugging any draft-22 peer.
 // Serves a namespace over raw QUIC (ALPN moqt-22) as a server, or connects to a relay and
-// announces the namespace there (PUBLISH_NAMESPACE); produces G groups x M objects of S bytes per
-// track at a chosen rate, optionally ending the tracks; prints progress. Payloads follow the
-// synthetic format of moq_util.h, which `kvcs moq-sub --verify` checks.
+// announces the namespace there (PUBLISH_NAMESPACE) and PUBLISHes every track (unless
+// --on-demand or --start-on-subscribe: then the relay pulls them); produces G groups x M objects of
+// S bytes per track at a chosen rate, optionally ending the tracks; prints progress. Payloads
+// follow the synthetic format of moq_util.h, which `kvcs moq-sub --verify` checks.
 #include <filesystem>
 #include <fstream>
 #include <iostream>
@@ -13,6 +14,7 @@
 #include "cli/moq_util.h"
 #include "common/asio.h"
 #include "moqt_endpoint/moqt_endpoint.h"
+#include "moqt_session/moqt_publish_set.h"
 #include "moqt_session/moqt_track_store.h"
 #include "quic/tls.h"
 
@@ -35,6 +37,8 @@ constexpr size_t kMaxTracks = 64;
 // Production tick when rate-limited, and the batch produced per event-loop turn when not.
 constexpr auto kProduceTick = std::chrono::milliseconds(10);
 constexpr uint64_t kUnlimitedBatch = 64;
+// How long a relay publisher waits at exit for the relay to hold every PUBLISHed track whole.
+constexpr auto kPublishDrain = std::chrono::seconds(30);
 
 struct Args {
   std::string listen = "127.0.0.1:4443";
@@ -47,6 +51,7 @@ struct Args {
   double rate = 100;
   bool end_track = true;
   bool start_on_subscribe = false;
+  bool on_demand = false;  // --relay: no PUBLISH
   uint64_t sessions = 0;
   double linger_s = -1;
   std::string cert, key;
@@ -196,6 +201,17 @@ class Publisher {
               return;
             }
             p->Say("namespace accepted");
+            if (!p->a_.on_demand && !p->a_.start_on_subscribe) {
+              p->publish_set_ = std::make_unique<moqt::PublishSet>(&p->client_->session());
+              std::vector<FullTrackName> names;
+              for (auto& t : p->tracks_) names.push_back(t->name());
+              Status st = p->publish_set_->Publish(names);
+              if (!st.ok()) {
+                p->Stop(Fail(kCmd, "PUBLISH: " + st.message()), "");
+                return;
+              }
+              p->Say("PUBLISH " + std::to_string(names.size()) + " track(s)");
+            }
             if (!p->a_.start_on_subscribe) p->StartProducing();
           });
       if (!id.ok()) p->Stop(Fail(kCmd, "PUBLISH_NAMESPACE: " + id.status().message()), "");
@@ -323,12 +339,40 @@ class Publisher {
     signals_.cancel();
     if (server_) {
       server_->Shutdown(std::chrono::milliseconds(1000), [this] { io_.stop(); });
+    } else if (publish_set_ && client_ && !client_->closed() && rc == 0 && finished_ &&
+               a_.end_track) {
+      // The tracks ended: close once the relay holds every PUBLISHed one whole (bounded).
+      linger_timer_.expires_after(kPublishDrain);
+      linger_timer_.async_wait([this](const boost::system::error_code& ec) {
+        if (ec) return;
+        Say("the relay did not confirm every track in time");
+        CloseClient();
+      });
+      publish_set_->WhenDone([this] {
+        asio::post(io_, [this] {
+          Say("the relay holds " + std::to_string(publish_set_->delivered()) + " track(s)" +
+              (publish_set_->failed().empty()
+                   ? ""
+                   : ", " + std::to_string(publish_set_->failed().size()) + " not (" +
+                         publish_set_->failed()[0].first.name + ": " +
+                         (publish_set_->failed()[0].second
+                              ? publish_set_->failed()[0].second->reason
+                              : std::string("ended early")) +
+                         ")"));
+          linger_timer_.cancel();
+          CloseClient();
+        });
+      });
     } else {
-      if (client_ && !client_->closed()) client_->Close(moqt::SessionError::kNoError, "done");
-      // Give the CONNECTION_CLOSE a moment to leave, then exit.
-      linger_timer_.expires_after(std::chrono::milliseconds(50));
-      linger_timer_.async_wait([this](const boost::system::error_code&) { io_.stop(); });
+      CloseClient();
     }
+  }
+
+  void CloseClient() {
+    if (client_ && !client_->closed()) client_->Close(moqt::SessionError::kNoError, "done");
+    // Give the CONNECTION_CLOSE a moment to leave, then exit.
+    linger_timer_.expires_after(std::chrono::milliseconds(50));
+    linger_timer_.async_wait([this](const boost::system::error_code&) { io_.stop(); });
   }
 
   void Say(const std::string& line) {
@@ -345,6 +389,7 @@ class Publisher {
   std::unique_ptr<RelayCallbacks> relay_cb_;
   std::unique_ptr<MoqtServer> server_;
   std::unique_ptr<MoqtClient> client_;
+  std::unique_ptr<moqt::PublishSet> publish_set_;
   std::chrono::steady_clock::time_point start_;
   uint64_t produced_ = 0;  // objects per track
   uint64_t sessions_ended_ = 0;
@@ -363,6 +408,9 @@ RunFn Setup(CLI::App& app) {
                   "instead of serving: connect to this relay (moqt://host:port/path) and "
                   "PUBLISH_NAMESPACE there")
       ->excludes(listen);
+  cmd->add_flag("--on-demand", a->on_demand,
+                "with --relay: only PUBLISH_NAMESPACE, the relay pulls each track when asked "
+                "(default: PUBLISH every track, so the relay keeps them after this exits)");
   cmd->add_option("--namespace", a->ns, "track namespace, fields separated by '/'")
       ->capture_default_str();
   cmd->add_option("--track", a->tracks, "track name (repeatable; default: data)");

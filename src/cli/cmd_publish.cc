@@ -1,6 +1,8 @@
 // kvcs publish: a KV cache in safetensors -> a KVCS publication (docs/protocols/kvcs-stream.md)
 // served to subscribers directly over MOQT (raw QUIC, ALPN moqt-22), or, with --relay, announced
-// to a relay (PUBLISH_NAMESPACE; the relay subscribes to this session's TrackStore). Prints the
+// to a relay (PUBLISH_NAMESPACE, then PUBLISH of every track, so the relay keeps the publication
+// after this process leaves even if nobody subscribed; --on-demand: only PUBLISH_NAMESPACE, the
+// relay subscribes to this session's TrackStore when asked). Prints the
 // namespace (kvcs-1/<scope>/<compat>/<anchor>/<pub_id> in hex) and one line per published layer;
 // the layers go out one per event-loop turn so subscribers receive them while later ones are
 // produced. Runs until interrupted, or --linger seconds after the last layer.
@@ -19,6 +21,7 @@
 #include "index/lease_keeper.h"
 #include "kvcs_stream/publisher.h"
 #include "moqt_endpoint/moqt_endpoint.h"
+#include "moqt_session/moqt_publish_set.h"
 #include "secure_objects/cipher_suite.h"
 #include "tensorio/kv_cache.h"
 
@@ -28,13 +31,17 @@ namespace {
 // How long `--relay` waits after closing the publication before it closes the session: the
 // manifest's End of Track is a few bytes on an open connection; 300 ms covers a loaded host.
 constexpr int kRelayLingerMs = 300;
+// How long `--relay` waits at exit for the relay to have received every PUBLISHed track whole
+// (a relay acknowledges that by closing its side of each PUBLISH).
+constexpr int kPublishDrainMs = 30'000;
 
 namespace asio = boost::asio;
 constexpr char kCmd[] = "publish";
 
 struct Args {
   std::string input, listen = "127.0.0.1:4443", sign_key, cert, key;
-  std::string relay;  // moqt://HOST:PORT/: announce there instead of serving
+  std::string relay;       // moqt://HOST:PORT/: announce there instead of serving
+  bool on_demand = false;  // with --relay: no PUBLISH, the relay pulls on demand
   ClientTlsOptions tls;
   ScopeOptions scope;
   uint32_t manifest_every = 8;
@@ -204,6 +211,17 @@ class Run {
               return;
             }
             std::cout << "namespace accepted by the relay" << std::endl;
+            if (!r->a_.on_demand) {
+              r->publish_set_ = std::make_unique<moqt::PublishSet>(&r->client_->session());
+              auto names = r->pub_->track_names();
+              Status st = r->publish_set_->Publish(names);
+              if (!st.ok()) {
+                r->rc_ = Fail(kCmd, "PUBLISH: " + st.message());
+                r->Stop("");
+                return;
+              }
+              std::cout << "PUBLISH " << names.size() << " tracks" << std::endl;
+            }
             r->start_ = std::chrono::steady_clock::now();
             r->NextLayer();
           });
@@ -335,12 +353,36 @@ class Run {
       // for consumers that come after we leave. Give that a moment to reach the relay, then
       // close, then give the CONNECTION_CLOSE a moment to leave.
       if (pub_ && !pub_->closed() && pub_->segment_complete()) (void)pub_->Close();
-      timer_.expires_after(std::chrono::milliseconds(kRelayLingerMs));
-      timer_.async_wait([this](const boost::system::error_code&) {
+      auto close = [this] {
         if (!client_->closed()) client_->Close(moqt::SessionError::kNoError, "done");
         timer_.expires_after(std::chrono::milliseconds(50));
         timer_.async_wait([this](const boost::system::error_code&) { io_.stop(); });
-      });
+      };
+      if (publish_set_ && !client_->closed() && pub_ && pub_->closed()) {
+        // Every track ended: close once the relay holds each whole (bounded).
+        timer_.expires_after(std::chrono::milliseconds(kPublishDrainMs));
+        timer_.async_wait([this, close](const boost::system::error_code& ec) {
+          if (ec) return;
+          std::cout << "the relay did not confirm every track in time (" << publish_set_->pending()
+                    << " pending)" << std::endl;
+          close();
+        });
+        publish_set_->WhenDone([this, close] {
+          asio::post(io_, [this, close] {
+            std::cout << "the relay holds " << publish_set_->delivered() << " tracks"
+                      << (publish_set_->failed().empty()
+                              ? ""
+                              : "; " + std::to_string(publish_set_->failed().size()) +
+                                    " PUBLISH refused or cut off")
+                      << std::endl;
+            timer_.cancel();
+            close();
+          });
+        });
+        return;
+      }
+      timer_.expires_after(std::chrono::milliseconds(kRelayLingerMs));
+      timer_.async_wait([this, close](const boost::system::error_code&) { close(); });
     } else {
       io_.stop();
     }
@@ -355,6 +397,7 @@ class Run {
   std::unique_ptr<moqt::MoqtServer> server_;
   std::unique_ptr<RelayCallbacks> relay_cb_;
   std::unique_ptr<moqt::MoqtClient> client_;
+  std::unique_ptr<moqt::PublishSet> publish_set_;
   const tensorio::KvCacheView* cache_ = nullptr;
   kvsp::ScopeKey scope_key_{};
   std::vector<uint32_t> tokens_;
@@ -382,6 +425,10 @@ RunFn Setup(CLI::App& app) {
                   "instead of serving: connect to this relay (moqt://HOST:PORT/) and "
                   "PUBLISH_NAMESPACE the publication there")
       ->excludes(listen);
+  cmd->add_flag("--on-demand", a->on_demand,
+                "with --relay: only PUBLISH_NAMESPACE; the relay pulls each track when a consumer "
+                "asks (by default every track is PUBLISHed, so the relay keeps the publication "
+                "after this publisher leaves)");
   cmd->add_option("--manifest-every", a->manifest_every,
                   "publish a manifest version after every N layers (1..8)")
       ->capture_default_str();
@@ -393,9 +440,10 @@ RunFn Setup(CLI::App& app) {
   cmd->add_option("--cert", a->cert, "server certificate (PEM); default: a dev certificate");
   cmd->add_option("--key", a->key, "server private key (PEM)");
   a->tls.Add(cmd);  // with --relay: --ca/--insecure, --auth-token, ...
-  a->index.Add(cmd,
-               "once every layer is published, register the namespace with this KVSP Index "
-               "Service (http[s]://HOST:PORT) and renew the lease while serving; withdrawn at exit");
+  a->index.Add(
+      cmd,
+      "once every layer is published, register the namespace with this KVSP Index "
+      "Service (http[s]://HOST:PORT) and renew the lease while serving; withdrawn at exit");
   cmd->add_option("--public-url", a->public_url,
                   "the moqt:// URL subscribers reach (default: moqt://LISTEN/)");
   cmd->add_option("--index-ttl", a->index_ttl_s, "lease of the registration, seconds")

@@ -89,6 +89,15 @@ Result<std::unique_ptr<Publisher>> Publisher::Create(moqt::TrackStore* store,
   return p;
 }
 
+std::vector<moqt::FullTrackName> Publisher::track_names() const {
+  std::vector<moqt::FullTrackName> names;
+  if (manifest_track_) names.push_back(manifest_track_->name());
+  for (const SegmentTracks& st : segments_) {
+    for (const auto& t : st.tracks) names.push_back(t->name());
+  }
+  return names;
+}
+
 Status Publisher::Close() {
   if (closed()) return Bad(StreamError::kPublicationEnded, "the publication is already closed");
   return manifest_track_->EndTrack();

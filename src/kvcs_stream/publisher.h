@@ -77,6 +77,11 @@ class Publisher {
   bool segment_complete() const { return manifest_.segments.back().complete; }
   uint64_t manifest_versions() const { return manifest_group_; }
   const profile::Manifest& manifest() const { return manifest_; }
+  // Every track of the publication so far: the manifest, then each segment's data tracks. A
+  // publisher connected to a relay PUBLISHes them all after PUBLISH_NAMESPACE
+  // (moqt::PublishSet), and again after AddSegment, so the relay holds the publication even if
+  // nobody subscribes before this publisher leaves.
+  std::vector<moqt::FullTrackName> track_names() const;
 
   // Publishes one block of the current segment: `block` (0-based within the segment) of `layer`
   // with its raw K and V sections (descriptor shapes). REQUIRES layer == next_layer() and blocks

@@ -136,6 +136,9 @@ class ForwardingCallbacks : public MoqtSessionCallbacks {
                           uint64_t stalled_ms) override {
     if (app_) app_->OnSubscriberCutOff(type, track, request_id, stalled_ms);
   }
+  PublishAnswer OnPublish(const IncomingPublish& publish) override {
+    return app_ ? app_->OnPublish(publish) : PublishAnswer{};
+  }
 
  private:
   MoqtSessionCallbacks* app_ = nullptr;

@@ -1,9 +1,11 @@
 // The records a session keeps per request, one per Request ID, always looked up by ID (so an
 // application callback that ends a request never leaves a dangling pointer behind):
 //   - OutgoingRequest: a request we sent (SUBSCRIBE, FETCH, TRACK_STATUS, PUBLISH_NAMESPACE,
-//     SUBSCRIBE_NAMESPACE), with the application's visitor or callback and what we learned from
-//     the answers and the data streams attributed to it;
-//   - IncomingRequest: a request the peer sent (we publish / respond), with the served track,
+//     SUBSCRIBE_NAMESPACE, PUBLISH), or a subscription the peer initiated with PUBLISH (we
+//     receive it as if we had subscribed), with the application's visitor or callback and what we
+//     learned from the answers and the data streams attributed to it;
+//   - IncomingRequest: a request the peer sent (we publish / respond), or the subscription of a
+//     PUBLISH we sent, with the served track,
 //     the subscription's ranges and its data streams, or the namespace forwarder.
 // docs/protocols/moqt-session.md describes the state machines. Internal to moqt_session.
 #ifndef KVCS_MOQT_SESSION_MOQT_REQUEST_STATE_H_
@@ -34,6 +36,7 @@ enum class RequestKind {
   kTrackStatus,
   kPublishNamespace,
   kSubscribeNamespace,
+  kPublish,  // a PUBLISH we sent (its served subscription is an IncomingRequest of the same ID)
   kOther
 };
 
@@ -76,6 +79,8 @@ struct OutgoingRequest {
   // track status / publish namespace
   TrackStatusCallback status_cb;
   RequestResultCallback result_cb;
+  // publish
+  std::shared_ptr<PublishVisitor> publish_visitor;
   // subscribe namespace
   std::shared_ptr<NamespaceVisitor> ns_visitor;
   std::set<TrackNamespace> active_ns;
@@ -102,6 +107,10 @@ struct IncomingRequest {
   bool done_pending = false;
   PublishDoneCode done_code = PublishDoneCode::kTrackEnded;
   std::string done_reason;  // PUBLISH_DONE's reason when not the default one
+  // A subscription we initiated with PUBLISH: PUBLISH_DONE waits for PUBLISH_OK, and, when the
+  // PUBLISH announced existing objects, for the subscriber's first REQUEST_UPDATE (its fill).
+  bool awaiting_publish_ok = false;
+  bool awaiting_fill_request = false;
   // fetch
   transport::StreamId fetch_stream = 0;
   // namespace subscription / publish namespace

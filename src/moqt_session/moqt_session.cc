@@ -13,17 +13,6 @@
 namespace kvcs::moqt {
 namespace {
 
-Status ApiErr(SessionApiError e, std::string msg, Code c = Code::kFailedPrecondition) {
-  return {c, "moqt session: " + std::move(msg), static_cast<int>(e)};
-}
-
-RequestError MakeRequestError(RequestErrorCode code, std::string reason) {
-  RequestError e;
-  e.error_code = static_cast<uint64_t>(code);
-  e.reason = std::move(reason);
-  return e;
-}
-
 bool PrefixesOverlap(const TrackNamespace& a, const TrackNamespace& b) {
   return NamespaceHasPrefix(a, b) || NamespaceHasPrefix(b, a);
 }
@@ -137,7 +126,13 @@ void MoqtSessionImpl::OnSessionClosed(const transport::CloseInfo& info) {
   auto reqs = std::move(out_requests_);
   out_requests_.clear();
   for (auto& [id, r] : reqs) {
-    if (r.sub_visitor) {
+    if (r.publish_visitor) {
+      if (!r.answered) {
+        r.publish_visitor->OnPublishResult(
+            MakeRequestError(RequestErrorCode::kInternalError, "session closed"));
+      }
+      r.publish_visitor->OnPublishDone(false);
+    } else if (r.sub_visitor) {
       SubscriptionDone d;
       d.session_closed = true;
       d.all_streams_received = false;
@@ -369,6 +364,14 @@ void MoqtSessionImpl::OnStreamReset(StreamId id, uint64_t code) {
       return;
     case StreamEntry::Role::kRequestIn:
       resolving_.erase(id);
+      if (e->has_request && PublishedToUs(id, e->request_id)) {
+        // The publisher cancelled a subscription it had PUBLISHed to us.
+        OutgoingRequest& r = out_requests_.find(e->request_id)->second;
+        r.stream_trouble = true;
+        r.AssumePublishDone("request stream reset", Now());
+        MaybeCompleteSubscription(r.id);
+        return;
+      }
       if (e->has_request) EndIncomingRequest(e->request_id, true);
       if (transport::Stream* s = TStream(id)) {
         s->ResetWithCode(static_cast<uint64_t>(StreamResetCode::kCancelled));
@@ -382,6 +385,10 @@ void MoqtSessionImpl::OnStreamReset(StreamId id, uint64_t code) {
       OutgoingRequest& r = it->second;
       if (r.kind == RequestKind::kSubscribeNamespace || r.kind == RequestKind::kPublishNamespace) {
         FinishOutgoingRequest(r.id);
+        return;
+      }
+      if (r.kind == RequestKind::kPublish) {
+        EndPublish(r.id, MakeRequestError(RequestErrorCode::kInternalError, "request reset"));
         return;
       }
       if (r.kind == RequestKind::kSubscribe) {
@@ -429,6 +436,17 @@ void MoqtSessionImpl::OnStreamStopSending(StreamId id, uint64_t code) {
         s->SendStopSending(static_cast<uint64_t>(StreamResetCode::kCancelled));
       }
       return;
+    case StreamEntry::Role::kRequestOut: {
+      // The subscriber of a PUBLISH cancelled it (STOP_SENDING on our request stream).
+      auto it = e->has_request ? out_requests_.find(e->request_id) : out_requests_.end();
+      if (it != out_requests_.end() && it->second.kind == RequestKind::kPublish) {
+        EndPublish(it->second.id, MakeRequestError(RequestErrorCode::kInternalError, "cancelled"));
+        if (transport::Stream* s = TStream(id)) {
+          s->ResetWithCode(static_cast<uint64_t>(StreamResetCode::kCancelled));
+        }
+      }
+      return;
+    }
     case StreamEntry::Role::kDataOut: {
       OutgoingDataStream* d = e->out_data.get();
       if (!d || d->finished()) return;
@@ -592,6 +610,8 @@ void MoqtSessionImpl::ReadRequestStream(StreamId id) {
           OnFirstRequestMessage(id, std::move(*m));
         } else if (auto it = in_requests_.find(e->request_id); it != in_requests_.end()) {
           OnLaterRequestMessage(id, it->second, std::move(*m));
+        } else if (PublishedToUs(id, e->request_id)) {
+          OnResponseMessage(id, out_requests_.find(e->request_id)->second, std::move(*m));
         } else if (auto* u = std::get_if<RequestUpdate>(&*m)) {
           // An update racing with the end of its request (PUBLISH_DONE sent): nothing to
           // update, but its Request ID is used all the same.
@@ -627,6 +647,15 @@ void MoqtSessionImpl::OnRequestStreamFin(StreamId id, StreamEntry& e) {
   }
   if (e.role == StreamEntry::Role::kRequestIn) {
     if (!e.has_request) ProtocolViolation("request stream ended without a request");
+    // A subscription PUBLISHed to us ends like one we sent, but our FIN waits for its
+    // completion (every counted stream received): the publisher reads it as delivered.
+    // Other requests end by our answer.
+    if (!e.has_request || !PublishedToUs(id, e.request_id)) return;
+    OutgoingRequest& r = out_requests_.find(e.request_id)->second;
+    r.fin_received = true;
+    if (!r.done) r.stream_trouble = true;
+    r.AssumePublishDone("request stream ended without PUBLISH_DONE", Now());
+    MaybeCompleteSubscription(r.id);  // FINs our side once complete
     return;
   }
   if (!e.has_request) return;
@@ -643,6 +672,17 @@ void MoqtSessionImpl::OnRequestStreamFin(StreamId id, StreamEntry& e) {
       case RequestKind::kFetch:
         if (!r.answered) r.fetch_data_reset = true;
         MaybeCompleteFetch(r.id);
+        break;
+      case RequestKind::kPublish:
+        if (!r.answered) {
+          EndPublish(r.id, MakeRequestError(RequestErrorCode::kInternalError,
+                                            "request stream ended without an answer"));
+          break;
+        }
+        // The subscriber's FIN after our PUBLISH_DONE: delivered. Still serving: PUBLISH_DONE
+        // (with our FIN) comes first, then MaybeFinishPublish.
+        if (in_requests_.count(r.id)) return;
+        MaybeFinishPublish(r.id);
         break;
       default:
         FinishOutgoingRequest(r.id);
@@ -712,7 +752,10 @@ void MoqtSessionImpl::OnFirstRequestMessage(StreamId id, ControlMessage m) {
     case MessageType::kSubscribeNamespace:
       HandleSubscribeNamespace(id, std::get<moqt::SubscribeNamespace>(m));
       break;
-    default:  // PUBLISH, SUBSCRIBE_TRACKS: we do not accept pushed tracks
+    case MessageType::kPublish:
+      HandlePublish(id, std::get<Publish>(m));
+      break;
+    default:  // SUBSCRIBE_TRACKS: we do not ask for pushed tracks
       SendRequestError(id, RequestErrorCode::kNotSupported, "not supported");
       break;
   }
@@ -1191,6 +1234,7 @@ void MoqtSessionImpl::MaybePublishDone(uint64_t sub_id) {
   if (it == in_requests_.end()) return;
   IncomingRequest& r = it->second;
   if (r.kind != RequestKind::kSubscribe || !r.done_pending) return;
+  if (r.awaiting_publish_ok || r.awaiting_fill_request) return;
   if (!r.data_streams.empty() || !r.waiting_groups.empty()) return;
   for (const FetchStreamParams& p : pending_fetch_opens_) {
     if (p.owner == sub_id) return;
@@ -1203,6 +1247,7 @@ void MoqtSessionImpl::MaybePublishDone(uint64_t sub_id) {
                                                               : "done";
   (void)SendControl(r.stream, done, true);
   EndIncomingRequest(sub_id, false);
+  MaybeFinishPublish(sub_id);
 }
 
 void MoqtSessionImpl::EndIncomingRequest(uint64_t id, bool reset_streams) {
@@ -1568,6 +1613,9 @@ void MoqtSessionImpl::OnResponseMessage(StreamId id, OutgoingRequest& r, Control
                         std::string(MessageTypeName(MessageTypeOf(m))) + " for a subscription");
       return;
     }
+    case RequestKind::kPublish:
+      OnPublishResponse(id, r, std::move(m));
+      return;
     case RequestKind::kFetch: {
       if (r.answered) {
         ProtocolViolation("unexpected message after FETCH_OK");
@@ -2341,6 +2389,11 @@ Result<uint64_t> MoqtSession::PublishNamespace(const TrackNamespace& ns,
 }
 Status MoqtSession::PublishNamespaceDone(uint64_t request_id) {
   return impl_->PublishNamespaceDone(request_id);
+}
+Result<uint64_t> MoqtSession::PublishTrack(const FullTrackName& track,
+                                           const PublishOptions& options,
+                                           std::shared_ptr<PublishVisitor> visitor) {
+  return impl_->PublishTrack(track, options, std::move(visitor));
 }
 Status MoqtSession::GoAway(std::string_view new_session_uri, uint64_t timeout_ms) {
   return impl_->GoAway(new_session_uri, timeout_ms);

@@ -62,6 +62,7 @@ enum class SessionApiError {
   kFilterRanges = 6,     // invalid ranges (overlapping, open-ended before the last)
   kUnknownRequest = 7,   // no such request (ended already?)
   kInvalid = 8,          // an argument the codec refuses (namespace limits...)
+  kNoSuchTrack = 9,      // PublishTrack: the TrackSource has no such track
 };
 
 struct MoqtSessionConfig {
@@ -189,6 +190,51 @@ class NamespaceVisitor {
   virtual void OnClosed(const std::optional<RequestError>& error) {}
 };
 
+// ---- PUBLISH (draft-22 §10: a subscription the publisher initiates)
+// The publisher's view of one PublishTrack.
+class PublishVisitor {
+ public:
+  virtual ~PublishVisitor() = default;
+  // The subscriber's answer: PUBLISH_OK (nullopt) or its REQUEST_ERROR (OnPublishDone follows).
+  virtual void OnPublishResult(const std::optional<RequestError>& error) {}
+  // Last callback. `delivered`: PUBLISH_DONE was sent and the subscriber then closed its side
+  // of the request stream, which it does once every data stream PUBLISH_DONE counted has
+  // arrived, so the whole subscription reached it. False: refused, cancelled (the subscriber
+  // reset the request), or the session ended first.
+  virtual void OnPublishDone(bool delivered) {}
+};
+
+struct PublishOptions {
+  // FORWARD: objects flow at once (the default) or only once the subscriber enables them.
+  bool forward = true;
+  std::vector<AuthToken> auth_tokens;
+};
+
+// A PUBLISH the peer sent, as handed to MoqtSessionCallbacks::OnPublish.
+struct IncomingPublish {
+  uint64_t request_id = 0;
+  FullTrackName track;
+  uint64_t track_alias = 0;
+  std::optional<Location> largest;  // LARGEST_OBJECT: objects published before the PUBLISH
+  bool forward = true;
+  Properties track_properties;
+  std::vector<AuthToken> tokens;
+};
+
+// How OnPublish answers. A visitor accepts: PUBLISH_OK, then the visitor gets OnSubscribeOk (the
+// PUBLISH's alias, Largest Object and properties), the objects, OnFillComplete and OnComplete
+// exactly as for a Subscribe (the request ID is the PUBLISH's; Unsubscribe/UpdateSubscription
+// take it). No visitor refuses with REQUEST_ERROR `error`.
+struct PublishAnswer {
+  std::shared_ptr<SubscribeVisitor> visitor;
+  RequestErrorCode error = RequestErrorCode::kNotSupported;
+  std::string reason = "PUBLISH not accepted here";
+  // When the PUBLISH carries a LARGEST_OBJECT L (objects existed before it): right after
+  // PUBLISH_OK, a REQUEST_UPDATE with FILL_PARAMETERS {0,0}..L (Absolute Range). The live part
+  // starts after L, so the subscriber gets the whole track exactly once.
+  bool fill_existing = true;
+};
+
 struct TrackStatusReply {
   std::optional<RequestError> error;  // set: refused
   std::optional<Location> largest;
@@ -224,6 +270,9 @@ class MoqtSessionCallbacks {
                                                            const std::vector<AuthToken>& tokens) {
     return {};
   }
+  // The peer PUBLISHes a track (after AuthorizeRequest(kPublish, ...) passed). Default: refused
+  // NOT_SUPPORTED.
+  virtual PublishAnswer OnPublish(const IncomingPublish& publish) { return {}; }
   // A subscription (`type` kSubscribe) or fetch (kFetch) we served was cut off because the
   // peer took nothing for `stalled_ms` (MoqtSessionConfig::subscriber_stall_ms).
   virtual void OnSubscriberCutOff(MessageType type, const FullTrackName& track, uint64_t request_id,
@@ -307,6 +356,14 @@ class MoqtSession {
   Result<uint64_t> PublishNamespace(const TrackNamespace& ns, RequestResultCallback callback,
                                     std::vector<AuthToken> auth_tokens = {});
   Status PublishNamespaceDone(uint64_t request_id);
+  // PUBLISH: offers the TrackSource's track `track` to the peer as a subscription. With FORWARD
+  // its live objects (those added after this call) are sent at once, as for a SUBSCRIBE with
+  // Next Object; the objects that existed before are sent as a fill when the subscriber asks
+  // (PUBLISH carries their LARGEST_OBJECT). PUBLISH_DONE (End of Track) waits for PUBLISH_OK
+  // and, when objects existed, for the subscriber's first REQUEST_UPDATE (its fill request).
+  // Errors: kNoSuchTrack, and those of the other requests.
+  Result<uint64_t> PublishTrack(const FullTrackName& track, const PublishOptions& options,
+                                std::shared_ptr<PublishVisitor> visitor);
 
   // ---- session
   // Sends GOAWAY on the control stream (a client must pass an empty URI). With timeout_ms > 0

@@ -40,6 +40,17 @@ namespace kvcs::moqt {
 
 using transport::StreamId;
 
+// Helpers shared by the session's source files (moqt_session.cc, moqt_session_publish.cc).
+inline Status ApiErr(SessionApiError e, std::string msg, Code c = Code::kFailedPrecondition) {
+  return {c, "moqt session: " + std::move(msg), static_cast<int>(e)};
+}
+inline RequestError MakeRequestError(RequestErrorCode code, std::string reason) {
+  RequestError e;
+  e.error_code = static_cast<uint64_t>(code);
+  e.reason = std::move(reason);
+  return e;
+}
+
 class MoqtSessionImpl : public transport::SessionVisitor,
                         public TrackListener,
                         public SessionToDataStreamInterface,
@@ -94,6 +105,8 @@ class MoqtSessionImpl : public transport::SessionVisitor,
   Result<uint64_t> PublishNamespace(const TrackNamespace& ns, RequestResultCallback cb,
                                     std::vector<AuthToken> tokens);
   Status PublishNamespaceDone(uint64_t request_id);
+  Result<uint64_t> PublishTrack(const FullTrackName& track, const PublishOptions& options,
+                                std::shared_ptr<PublishVisitor> visitor);
   Status GoAway(std::string_view uri, uint64_t timeout_ms);
   void Close(SessionError code, std::string_view reason);
   void OnTimer();
@@ -216,6 +229,21 @@ class MoqtSessionImpl : public transport::SessionVisitor,
   void DropPendingGroupOpens(IncomingRequest& r);
   void DropPendingOpens(IncomingRequest& r);
   void SendDatagram(IncomingRequest& sub, const PublishedObject& o, bool* sent);
+
+  // ---- PUBLISH (moqt_session_publish.cc)
+  // The peer's PUBLISH: authorized, offered to OnPublish, then received like a subscription of
+  // ours (an OutgoingRequest under the PUBLISH's Request ID on the peer's request stream).
+  void HandlePublish(StreamId id, const Publish& m);
+  // Whether request `request_id` on the peer's request stream `id` is a subscription the peer
+  // PUBLISHed to us.
+  bool PublishedToUs(StreamId id, uint64_t request_id) const;
+  // Our PUBLISH's answer (PUBLISH_OK / REQUEST_ERROR), then the subscriber's REQUEST_UPDATEs.
+  void OnPublishResponse(StreamId id, OutgoingRequest& r, ControlMessage m);
+  // Our PUBLISH ended without delivery (`error`: refused, cancelled): stops serving it (data
+  // streams reset) and reports it.
+  void EndPublish(uint64_t id, const RequestError& error);
+  // Our PUBLISH's PUBLISH_DONE went out and the subscriber FIN-ed: OnPublishDone(true).
+  void MaybeFinishPublish(uint64_t id);
 
   // ---- subscriber side
   void UnparkData(uint64_t alias);

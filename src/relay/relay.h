@@ -10,6 +10,9 @@
 //     namespace, else on the upstream relay; concurrent requests join it; the answer waits for
 //     the upstream's (its Largest Object, or its error passed on). Every object received goes
 //     into the cache once and is served to every subscriber from that buffer.
+//   - A publisher may also PUBLISH (draft-22) each track: the relay accepts it into the cache at
+//     once (relay_publish.cc), so the publication stays after the publisher left even if nobody
+//     subscribed meanwhile; subscribers and FETCH are served from it as from a pulled track.
 //   - The cache (relay_cache.h) holds whole publications under one byte budget, evicted least
 //     recently used, never while in use; a publication that cannot be held whole is refused.
 //   - Authorization: the setup's token (auth/token.h, ES256 JWT) grants publish and/or subscribe
@@ -163,6 +166,9 @@ class Relay : public moqt::TrackSource {
                                                  const std::vector<moqt::AuthToken>& tokens);
   void Withdraw(RelayPeer* peer, const moqt::TrackNamespace& ns);
   void PeerGone(RelayPeer* peer);
+  // A PUBLISH from `peer` (already authorized for publish on its namespace): accepted into the
+  // cache as a feed, joined to the feed already filling the track, or refused (relay_publish.cc).
+  moqt::PublishAnswer AcceptPublish(RelayPeer* peer, const moqt::IncomingPublish& publish);
   void ForwardAnnouncement(const moqt::TrackNamespace& ns, Announcement& a);
 
   // Ends the feeds of upstream sessions that owe data and delivered nothing for

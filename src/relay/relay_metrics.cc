@@ -27,6 +27,8 @@ const char* RefusalName(Refusal r) {
       return "slow_subscriber";
     case Refusal::kUpstreamStalled:
       return "upstream_stalled";
+    case Refusal::kAlreadyCached:
+      return "already_cached";
     case Refusal::kCount:
       break;
   }
@@ -50,6 +52,10 @@ std::string RelayMetrics::Render(uint64_t bytes_out, uint64_t objects_out) const
   line("upstream_requests_total", "counter", "subscriptions sent upstream", get(upstream_requests));
   line("merged_requests_total", "counter", "requests joined to an upstream request in flight",
        get(merged_requests));
+  line("publishes_total", "counter", "PUBLISHes accepted into the cache", get(publishes));
+  line("publish_joins_total", "counter",
+       "PUBLISHes of a track already being filled (written into the same track)",
+       get(publish_joins));
   line("evictions_total", "counter", "publications evicted", get(evictions));
   line("evicted_bytes_total", "counter", "budget bytes freed by evictions", get(evicted_bytes));
   line("cached_publications", "gauge", "publications in the cache", get(cached_publications));

@@ -21,6 +21,7 @@ enum class Refusal : int {
   kUpstreamError,     // the upstream refused (its code is passed on)
   kSlowSubscriber,    // a subscription or fetch cut off: its subscriber took nothing in time
   kUpstreamStalled,   // an upstream feed ended: its session delivered nothing owed in time
+  kAlreadyCached,     // a PUBLISH of a track cached whole already (UNINTERESTED)
   kCount
 };
 const char* RefusalName(Refusal r);
@@ -33,6 +34,8 @@ struct RelayMetrics {
   Counter cache_hits{0};     // answered from a track already cached
   Counter upstream_requests{0};
   Counter merged_requests{0};  // joined an upstream request already in flight
+  Counter publishes{0};        // PUBLISHes accepted into the cache
+  Counter publish_joins{0};    // of those, PUBLISHes of a track already being filled
   Counter evictions{0};        // publications evicted
   Counter evicted_bytes{0};
   Counter cached_publications{0};  // gauge

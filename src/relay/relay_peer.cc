@@ -73,9 +73,10 @@ std::optional<moqt::RequestErrorCode> RelayPeer::AuthorizeRequest(
     relay_->metrics_.Refuse(Refusal::kBadToken);
     return moqt::RequestErrorCode::kExpiredAuthToken;
   }
-  const auth::Action action = type == moqt::MessageType::kPublishNamespace
-                                  ? auth::Action::kPublish
-                                  : auth::Action::kSubscribe;
+  const auth::Action action =
+      type == moqt::MessageType::kPublishNamespace || type == moqt::MessageType::kPublish
+          ? auth::Action::kPublish
+          : auth::Action::kSubscribe;
   if (!claims_->Allows(action, GrantNamespace(track.track_namespace))) {
     relay_->metrics_.Refuse(Refusal::kUnauthorized);
     return moqt::RequestErrorCode::kUnauthorized;
@@ -91,6 +92,10 @@ std::optional<moqt::RequestErrorCode> RelayPeer::OnPublishNamespace(
   auto err = relay_->Announce(this, ns, tokens);
   if (!err) announced_.insert(ns);
   return err;
+}
+
+moqt::PublishAnswer RelayPeer::OnPublish(const moqt::IncomingPublish& publish) {
+  return relay_->AcceptPublish(this, publish);
 }
 
 void RelayPeer::OnPublishNamespaceDone(const moqt::TrackNamespace& ns) {

@@ -37,6 +37,8 @@ class RelayPeer : public moqt::MoqtSessionCallbacks {
       const std::vector<moqt::AuthToken>& tokens) override;
   std::optional<moqt::RequestErrorCode> OnPublishNamespace(const moqt::TrackNamespace& ns) override;
   void OnPublishNamespaceDone(const moqt::TrackNamespace& ns) override;
+  // PUBLISH (draft-22): the track goes into the cache (Relay::AcceptPublish).
+  moqt::PublishAnswer OnPublish(const moqt::IncomingPublish& publish) override;
   void OnSessionClosed(uint64_t code, const std::string& reason, bool by_peer) override;
   // Counted (refusals_total{cause="slow_subscriber"}) and logged.
   void OnSubscriberCutOff(moqt::MessageType type, const moqt::FullTrackName& track,

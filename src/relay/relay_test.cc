@@ -163,6 +163,9 @@ InMemorySessionPair& ServeNewConnection(Net& net, Node& node,
                             uint64_t ms) override {
       to->OnSubscriberCutOff(t, n, id, ms);
     }
+    moqt::PublishAnswer OnPublish(const moqt::IncomingPublish& p) override {
+      return to->OnPublish(p);
+    }
   };
   auto shim = std::make_unique<Shim>();
   conn.session = std::make_unique<MoqtSession>(&p.server(), sc, shim.get(), &node.relay);
@@ -1069,6 +1072,189 @@ TEST_F(RelayAuthTest, NoTokenExpiredOrForgedIsRefusedAtSetup) {
   ASSERT_TRUE(f.cb->closed.has_value());
   EXPECT_NE(*f.cb->closed, 0u);
   EXPECT_GE(node_->relay.metrics().refusals[static_cast<int>(Refusal::kBadToken)].load(), 3u);
+}
+
+// ------------------------------------------------------------------------------------ PUBLISH
+struct Offered : moqt::PublishVisitor {
+  void OnPublishResult(const std::optional<moqt::RequestError>& e) override { result = e; }
+  void OnPublishDone(bool d) override { delivered = d; }
+  std::optional<std::optional<moqt::RequestError>> result;
+  std::optional<bool> delivered;
+};
+
+uint64_t Refusals(Node& node, Refusal r) {
+  return node.relay.metrics().refusals[static_cast<int>(r)].load();
+}
+
+TEST(RelayPublishTest, APublicationPublishedBeforeAnySubscriberStaysAfterThePublisherLeft) {
+  Net net;
+  Node node(Opts("r1"));
+  auto pub = std::make_unique<Publisher>();
+  pub->Start(net, node);
+  // A second track that already has objects when it is PUBLISHed (they come as the fill).
+  auto manifest = *pub->store.CreateTrack(Name("manifest"));
+  ASSERT_TRUE(manifest->StartGroup(0).ok());
+  ASSERT_TRUE(manifest->AppendObject(ByteSpan(reinterpret_cast<const uint8_t*>("g0o0"), 4)).ok());
+  auto k = std::make_shared<Offered>();
+  auto m = std::make_shared<Offered>();
+  ASSERT_TRUE(pub->client.session->PublishTrack(Name("k.raw.s0"), {}, k).ok());
+  ASSERT_TRUE(pub->client.session->PublishTrack(Name("manifest"), {}, m).ok());
+  net.Run();
+  ASSERT_TRUE(k->result && !k->result->has_value());
+  pub->Produce(net, 0, 4, 3);
+  ASSERT_TRUE(pub->track->EndTrack().ok());
+  ASSERT_TRUE(manifest->EndTrack().ok());
+  net.Run();
+  ASSERT_EQ(k->delivered, true);
+  ASSERT_EQ(m->delivered, true);
+  pub->client.session->Close(moqt::SessionError::kNoError, "bye");
+  net.Run();
+  pub.reset();
+  EXPECT_EQ(node.relay.metrics().publishes.load(), 2u);
+  EXPECT_EQ(node.relay.metrics().upstream_requests.load(), 0u);  // nothing was pulled
+  // Nobody had subscribed: the relay holds it all the same, complete.
+  Client s = Connect(net, node, nullptr);
+  auto ns = std::make_shared<Ns>();
+  ASSERT_TRUE(s.session->SubscribeNamespace({"kvcs-1", "scope"}, ns).ok());
+  auto sub = std::make_shared<Sub>();
+  ASSERT_TRUE(s.session->Subscribe(Name("k.raw.s0"), JoinFromStart(), sub).ok());
+  auto msub = std::make_shared<Sub>();
+  ASSERT_TRUE(s.session->Subscribe(Name("manifest"), JoinFromStart(), msub).ok());
+  auto fet = std::make_shared<Fet>();
+  moqt::FetchOptions fo;
+  fo.range = LocationFilter{T::kAbsoluteStartGroupEnd, 1, 0, 1};  // groups 1..2
+  ASSERT_TRUE(s.session->Fetch(Name("k.raw.s0"), fo, fet).ok());
+  net.Run();
+  EXPECT_EQ(ns->live.count({"pub1"}), 1u);
+  EXPECT_EQ(sub->got, All(4, 3));  // Sub checks each object once and its bytes
+  ASSERT_TRUE(sub->done && sub->done->track_ended);
+  EXPECT_EQ(msub->got, All(1, 1));
+  ASSERT_TRUE(msub->done && msub->done->track_ended);
+  ASSERT_TRUE(fet->done && fet->done->ok);
+  EXPECT_EQ(fet->got, (std::vector<Location>{{1, 0}, {1, 1}, {1, 2}, {2, 0}, {2, 1}, {2, 2}}));
+  EXPECT_EQ(node.relay.metrics().upstream_requests.load(), 0u);
+}
+
+TEST(RelayPublishTest, APublishOfATrackBeingPulledJoinsTheSameTrack) {
+  Net net;
+  Node node(Opts("r1"));
+  auto pub = std::make_unique<Publisher>();
+  pub->Start(net, node);
+  Client s1 = Connect(net, node, nullptr);
+  auto early = std::make_shared<Sub>();
+  ASSERT_TRUE(s1.session->Subscribe(Name("k.raw.s0"), JoinFromStart(), early).ok());
+  net.Run();
+  pub->Produce(net, 0, 1, 3);
+  auto k = std::make_shared<Offered>();
+  ASSERT_TRUE(pub->client.session->PublishTrack(Name("k.raw.s0"), {}, k).ok());
+  net.Run();
+  ASSERT_TRUE(k->result && !k->result->has_value());  // accepted: written into the same Track
+  pub->Produce(net, 1, 3, 3);
+  ASSERT_TRUE(pub->track->EndTrack().ok());
+  net.Run();
+  ASSERT_EQ(k->delivered, true);
+  pub->client.session->Close(moqt::SessionError::kNoError, "bye");
+  net.Run();
+  pub.reset();
+  EXPECT_EQ(node.relay.metrics().publish_joins.load(), 1u);
+  EXPECT_EQ(early->got, All(3, 3));
+  ASSERT_TRUE(early->done && early->done->track_ended);
+  Client s2 = Connect(net, node, nullptr);
+  auto late = std::make_shared<Sub>();
+  ASSERT_TRUE(s2.session->Subscribe(Name("k.raw.s0"), JoinFromStart(), late).ok());
+  net.Run();
+  EXPECT_EQ(late->got, All(3, 3));
+  ASSERT_TRUE(late->done && late->done->track_ended);
+}
+
+TEST(RelayPublishTest, APublishIntoAFullBudgetIsRefusedAndCounted) {
+  // Publication a, live (so in use), fills the budget: measured in a first run.
+  auto fill_with_a = [](Net& net, Node& node, Publisher& a) {
+    a.Start(net, node, {"kvcs-1", "scope", "a"});
+    auto ka = std::make_shared<Offered>();
+    EXPECT_TRUE(
+        a.client.session->PublishTrack(Name("k.raw.s0", {"kvcs-1", "scope", "a"}), {}, ka).ok());
+    net.Run();
+    a.Produce(net, 0, 3, 3);
+    return ka;
+  };
+  uint64_t used = 0;
+  {
+    Net net;
+    Node node(Opts("r0"));
+    Publisher a;
+    fill_with_a(net, node, a);
+    used = node.relay.cache().budget()->used();
+  }
+  Net net;
+  // The feed asks room for one object and one group at each write: that much slack, less than
+  // a PUBLISH needs to start.
+  Node node(Opts("r1", used + moqt::kTrackGroupOverheadBytes));
+  Publisher a;
+  auto ka = fill_with_a(net, node, a);
+  ASSERT_TRUE(ka->result.has_value());
+  ASSERT_FALSE(ka->result->has_value()) << (*ka->result)->reason;
+  ASSERT_EQ(node.relay.cache().budget()->used(), used);
+  Publisher b;
+  b.Start(net, node, {"kvcs-1", "scope", "b"});
+  const uint64_t full_before = Refusals(node, Refusal::kCacheFull);
+  auto kb = std::make_shared<Offered>();
+  ASSERT_TRUE(
+      b.client.session->PublishTrack(Name("k.raw.s0", {"kvcs-1", "scope", "b"}), {}, kb).ok());
+  net.Run();
+  ASSERT_TRUE(kb->result && kb->result->has_value());
+  EXPECT_EQ((*kb->result)->error_code,
+            static_cast<uint64_t>(moqt::RequestErrorCode::kExcessiveLoad));
+  EXPECT_EQ(kb->delivered, false);
+  EXPECT_EQ(Refusals(node, Refusal::kCacheFull), full_before + 1);
+  EXPECT_FALSE(node.relay.cache().Contains({"kvcs-1", "scope", "b"}));
+  EXPECT_LE(node.relay.cache().budget()->used(), node.relay.cache().budget()->limit());
+  EXPECT_FALSE(ka->delivered.has_value());  // the first is untouched
+}
+
+TEST(RelayPublishTest, APublishOfATrackCachedWholeIsUninterested) {
+  Net net;
+  Node node(Opts("r1"));
+  Publisher pub;
+  pub.Start(net, node);
+  auto k = std::make_shared<Offered>();
+  ASSERT_TRUE(pub.client.session->PublishTrack(Name("k.raw.s0"), {}, k).ok());
+  pub.Produce(net, 0, 1, 2);
+  ASSERT_TRUE(pub.track->EndTrack().ok());
+  net.Run();
+  ASSERT_EQ(k->delivered, true);
+  auto again = std::make_shared<Offered>();
+  ASSERT_TRUE(pub.client.session->PublishTrack(Name("k.raw.s0"), {}, again).ok());
+  net.Run();
+  ASSERT_TRUE(again->result && again->result->has_value());
+  EXPECT_EQ((*again->result)->error_code,
+            static_cast<uint64_t>(moqt::RequestErrorCode::kUninterested));
+  EXPECT_EQ(Refusals(node, Refusal::kAlreadyCached), 1u);
+}
+
+TEST_F(RelayAuthTest, APublishOutsideTheGrantIsRefusedAndNothingIsCached) {
+  Publisher pub;
+  // Granted publish on another scope; subscribe on this one is not publish either.
+  pub.Start(net_, *node_, kNs, Token({auth::Action::kPublish}, {"kvcs-1", "00ff"}, now_s_ + 60));
+  auto k = std::make_shared<Offered>();
+  ASSERT_TRUE(pub.client.session->PublishTrack(Name("k.raw.s0"), {}, k).ok());
+  pub.Produce(net_, 0, 2, 2);
+  net_.Run();
+  ASSERT_TRUE(k->result && k->result->has_value());
+  EXPECT_EQ((*k->result)->error_code, static_cast<uint64_t>(moqt::RequestErrorCode::kUnauthorized));
+  EXPECT_EQ(k->delivered, false);
+  EXPECT_EQ(node_->relay.cache().publication_count(), 0u);
+  EXPECT_EQ(node_->relay.metrics().publishes.load(), 0u);
+  Publisher reader;
+  reader.Start(net_, *node_, {"kvcs-1", "scope", "r"},
+               Token({auth::Action::kSubscribe}, {"kvcs-1", ScopeHex()}, now_s_ + 60));
+  auto r = std::make_shared<Offered>();
+  ASSERT_TRUE(
+      reader.client.session->PublishTrack(Name("k.raw.s0", {"kvcs-1", "scope", "r"}), {}, r).ok());
+  net_.Run();
+  ASSERT_TRUE(r->result && r->result->has_value());
+  EXPECT_EQ((*r->result)->error_code, static_cast<uint64_t>(moqt::RequestErrorCode::kUnauthorized));
+  EXPECT_EQ(node_->relay.cache().publication_count(), 0u);
 }
 
 }  // namespace

@@ -38,9 +38,7 @@ void TrackFeed::OnSubscribeOk(const moqt::SubscribeOkInfo& info) {
   Wake();
 }
 
-void TrackFeed::OnObject(const moqt::ReceivedObject& o) {
-  if (ended_) return;
-  auto self = shared_from_this();
+moqt::PublishedObject ToStoredObject(const moqt::ReceivedObject& o) {
   moqt::PublishedObject po;
   po.location = o.location;
   po.subgroup_id = o.subgroup_id;
@@ -48,8 +46,18 @@ void TrackFeed::OnObject(const moqt::ReceivedObject& o) {
   po.status = o.status;
   if (o.properties) po.properties = *o.properties;
   po.payload = o.SharedPayload();  // the session's reassembly buffer when it has one: no copy
-  const uint64_t charge =
-      o.payload.size() + moqt::kTrackObjectOverheadBytes + moqt::kTrackGroupOverheadBytes;
+  return po;
+}
+
+uint64_t StoredObjectCharge(const moqt::ReceivedObject& o) {
+  return o.payload.size() + moqt::kTrackObjectOverheadBytes + moqt::kTrackGroupOverheadBytes;
+}
+
+void TrackFeed::OnObject(const moqt::ReceivedObject& o) {
+  if (ended_) return;
+  auto self = shared_from_this();
+  moqt::PublishedObject po = ToStoredObject(o);
+  const uint64_t charge = StoredObjectCharge(o);
   Status st = relay_->MakeRoom(charge)
                   ? track_->InsertObject(std::move(po))
                   : moqt::TrackErrorStatus(moqt::TrackError::kBudgetExhausted, "cache full");
@@ -104,21 +112,7 @@ void TrackFeed::OnComplete(const moqt::SubscriptionDone& done) {
     return;
   }
   if (done.track_ended && done.all_streams_received) {
-    if (!track_->ended()) {
-      // The upstream's track had ended before we subscribed: its End of Track is its Largest
-      // Object (the fill carries no status objects).
-      std::optional<Location> largest = track_->largest();
-      Location eot{0, 0};
-      if (largest) {
-        const bool eot_at_largest = largest->object == 0 && !track_->NextInGroup(largest->group, 0);
-        eot = eot_at_largest ? *largest : Location{largest->group + 1, 0};
-      }
-      moqt::PublishedObject e;
-      e.location = eot;
-      e.publisher_priority = track_->options().publisher_priority;  // the upstream's default
-      e.status = ObjectStatus::kEndOfTrack;
-      (void)track_->InsertObject(std::move(e));
-    }
+    EndAtLargest();
     Finish(true, moqt::PublishDoneCode::kTrackEnded, "");
     return;
   }
@@ -159,6 +153,35 @@ void TrackFeed::Abandon(moqt::RequestErrorCode code, const std::string& reason) 
   }
   RefuseAll(code, reason);
   Finish(false, moqt::PublishDoneCode::kInternalError, reason);
+}
+
+void TrackFeed::EndAtLargest() {
+  if (track_->ended()) return;
+  // The upstream's track had ended before we subscribed: its End of Track is its Largest
+  // Object (the fill carries no status objects).
+  std::optional<Location> largest = track_->largest();
+  Location eot{0, 0};
+  if (largest) {
+    const bool eot_at_largest = largest->object == 0 && !track_->NextInGroup(largest->group, 0);
+    eot = eot_at_largest ? *largest : Location{largest->group + 1, 0};
+  }
+  moqt::PublishedObject e;
+  e.location = eot;
+  e.publisher_priority = track_->options().publisher_priority;  // the upstream's default
+  e.status = ObjectStatus::kEndOfTrack;
+  (void)track_->InsertObject(std::move(e));
+}
+
+void TrackFeed::CompletedElsewhere() {
+  if (ended_) return;
+  auto self = shared_from_this();
+  EndAtLargest();
+  if (session_) {
+    moqt::MoqtSession* s = session_;
+    session_ = nullptr;
+    (void)s->Unsubscribe(request_id_);
+  }
+  Finish(true, moqt::PublishDoneCode::kTrackEnded, "");
 }
 
 void TrackFeed::Advance() {

@@ -33,6 +33,11 @@ namespace kvcs::relay {
 
 class Relay;
 
+// A received object as the cache stores it (the payload buffer shared, not copied), and what
+// storing it may charge the budget (payload, one object, one group: MakeRoom's request).
+moqt::PublishedObject ToStoredObject(const moqt::ReceivedObject& o);
+uint64_t StoredObjectCharge(const moqt::ReceivedObject& o);
+
 class TrackFeed : public moqt::SubscribeVisitor, public std::enable_shared_from_this<TrackFeed> {
  public:
   TrackFeed(Relay* relay, std::shared_ptr<moqt::Track> track, moqt::MoqtSession* session,
@@ -54,6 +59,9 @@ class TrackFeed : public moqt::SubscribeVisitor, public std::enable_shared_from_
   bool OwesData() const;
   // The upstream session is going away (or did not answer in time): end as a failure.
   void Abandon(moqt::RequestErrorCode code, const std::string& reason);
+  // The whole track reached the Track through another subscription (a PUBLISH of the track this
+  // feed fills, relay_publish.cc): complete, and this feed's own subscription ends.
+  void CompletedElsewhere();
 
   // moqt::SubscribeVisitor
   void OnSubscribeOk(const moqt::SubscribeOkInfo& info) override;
@@ -75,6 +83,9 @@ class TrackFeed : public moqt::SubscribeVisitor, public std::enable_shared_from_
   // End of Track and everything before it arrived: the track is whole even if the upstream
   // session ends before PUBLISH_DONE.
   bool EndedAndKnown() const;
+  // The track ended upstream (PUBLISH_DONE TRACK_ENDED with every stream received): stores its
+  // End of Track after the Largest Object unless it has one.
+  void EndAtLargest();
   void RefuseAll(moqt::RequestErrorCode code, const std::string& reason);
 
   Relay* relay_;
