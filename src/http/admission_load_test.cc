@@ -2,7 +2,9 @@
 // of partial request heads or idle keep-alive connections and reopens each one the server
 // closes, while a well-behaved client on another loopback address (127.0.0.2) sends ordinary
 // requests; every one must succeed. Also: the per-address cap refuses the hog's extra
-// connections, and the default cap holds against ~3000 connections. Bounded in count and time.
+// connections, the default cap holds against ~3000 connections, and a well-behaved keep-alive
+// connection between two requests is not evicted by a hog reopening its idle connections.
+// Bounded in count and time.
 #include <arpa/inet.h>
 #include <fcntl.h>
 #include <gtest/gtest.h>
@@ -102,6 +104,44 @@ TEST_F(AdmissionLoadTest, IdleKeepAliveConnectionsDoNotLockOutAWellBehavedClient
   ExpectGoodClientServed(100);
   AdmissionMetrics m = server_->admission_metrics();
   EXPECT_GT(m.evicted_idle, 0u);
+}
+
+TEST_F(AdmissionLoadTest, AKeepAliveConnectionBetweenRequestsSurvivesAFastReopeningHog) {
+  Limits l = SmallCap();
+  l.header_timeout = std::chrono::seconds(60);  // the good connection's wait is never cut short
+  l.min_idle_age = std::chrono::seconds(60);    // ... nor old enough to be evicted, on any machine
+  l.max_connections_per_address = 1024;         // only the total cap stops the hog
+  StartServer(l);
+  int fd = ConnectFrom("127.0.0.2", server_->port());
+  ASSERT_GE(fd, 0);
+  // One keep-alive request and its whole response ("ok", 2 bytes of body).
+  auto request = [fd]() -> std::string {
+    if (!SendAll(fd, "GET /ok HTTP/1.1\r\nHost: h\r\n\r\n")) return "send failed";
+    std::string out;
+    char buf[4096];
+    while (out.find("\r\n\r\nok") == std::string::npos) {
+      ssize_t n = recv(fd, buf, sizeof buf, 0);
+      if (n <= 0) return out + " [closed]";
+      out.append(buf, static_cast<size_t>(n));
+    }
+    return out;
+  };
+  std::string first = request();
+  ASSERT_EQ(first.rfind("HTTP/1.1 200", 0), 0u) << first;
+  {
+    // The hog fills the cap with idle keep-alive connections and reopens each one closed.
+    Hog hog(server_->port(), {"127.0.0.1"}, 600, kWholeRequest);
+    auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+    for (;;) {  // until the hog's newcomers have met the full cap a few hundred times
+      AdmissionMetrics m = server_->admission_metrics();
+      if (m.refused_full + m.evicted_idle + m.evicted_head_pending >= 300) break;
+      ASSERT_LT(std::chrono::steady_clock::now(), deadline) << "the hog never reached the cap";
+      std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    }
+    std::string second = request();
+    EXPECT_EQ(second.rfind("HTTP/1.1 200", 0), 0u) << second;
+  }
+  close(fd);
 }
 
 TEST_F(AdmissionLoadTest, PerAddressCapRefusesTheHogsExtraConnections) {

@@ -329,7 +329,8 @@ Awaitable<bool> Server::Impl::ServeOne(Stream& stream, beast::flat_buffer& buf, 
   const Limits& limits = options.limits;
   // No suspension between AwaitHead and starting the read: an eviction or Stop() (posted to
   // this strand) either finds the read pending and cancels it, or AwaitHead says "close".
-  std::optional<std::chrono::milliseconds> head_deadline = admission.AwaitHead(id);
+  std::optional<std::chrono::milliseconds> head_deadline =
+      admission.AwaitHead(id, std::chrono::steady_clock::now());
   if (!head_deadline) co_return false;
   bhttp::request_parser<bhttp::buffer_body> parser;
   parser.header_limit(limits.max_header_bytes);
