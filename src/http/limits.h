@@ -76,8 +76,9 @@ struct Limits {
   // Unread request bodies up to this size are drained to keep the connection; larger ones close
   // it.
   uint64_t max_drain_bytes = 256 * 1024;
-  // Receive buffer of a connection (request heads and bodies). Beast reads at most its free
-  // capacity at a time; 64 KiB × max_connections bounds the total at 64 MiB.
+  // Receive buffer of a connection reading a request body (at most the body's length). Beast
+  // reads at most its free capacity at a time. A connection waiting for a head (slow, or idle
+  // keep-alive) holds 4 KiB instead: 1024 slow heads held 64 MiB of buffers (issue 19).
   size_t receive_buffer_bytes = 64 * 1024;
   // On shutdown, in-flight requests get this long before the event loop stops.
   std::chrono::milliseconds shutdown_grace = std::chrono::seconds(5);
