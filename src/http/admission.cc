@@ -134,8 +134,9 @@ std::optional<ConnectionAdmission::ConnectionId> ConnectionAdmission::Victim(
   }
   // Only young connections are left (head-pending within the grace, idle within the minimum
   // age): they go from the address holding the most of them (ties: the oldest), and only for a
-  // newcomer whose own address holds fewer, so one address reopening its connections fast can
-  // evict neither another's newcomers nor its pool between two requests; head-pending first.
+  // newcomer whose own address holds fewer (else its own address's), so one address reopening
+  // its connections fast evicts neither another's newcomers nor its pool between two requests,
+  // only its own; head-pending first.
   auto waiting = [](const PerAddress& a) { return a.pending.size() + a.idle.size(); };
   auto oldest = [](const PerAddress& a) {
     uint64_t p = a.pending.empty() ? UINT64_MAX : a.pending.begin()->first;
@@ -151,8 +152,9 @@ std::optional<ConnectionAdmission::ConnectionId> ConnectionAdmission::Victim(
     }
   }
   if (!most) return std::nullopt;
+  // A newcomer whose own address holds as many churns its own.
   auto own = addresses_.find(newcomer);
-  if (waiting(*most) <= (own == addresses_.end() ? 0 : waiting(own->second))) return std::nullopt;
+  if (own != addresses_.end() && waiting(own->second) >= waiting(*most)) most = &own->second;
   return (most->pending.empty() ? most->idle : most->pending).begin()->second;
 }
 

@@ -11,8 +11,8 @@
 // At the total cap a newcomer evicts, in this order: the oldest head-pending connection pending
 // longer than limits.eviction_grace; the oldest idle one idle longer than limits.min_idle_age;
 // else one of the young ones (head-pending or idle) of the address holding the most of them,
-// head-pending first, oldest first, when that address holds more than the newcomer's. Otherwise
-// (every connection busy, or the newcomer's address holds the most) it is refused. So a hog
+// head-pending first, oldest first, when that address holds more than the newcomer's (else the
+// newcomer's own address's). Only when every connection is busy is it refused. So a hog
 // reopening its connections fast evicts neither a well-behaved keep-alive connection between
 // two requests nor a well-behaved newcomer; it only churns its own. See docs/protocols/http.md.
 // Thread-safe.
@@ -38,8 +38,7 @@ namespace kvcs::http {
 struct AdmissionMetrics {
   uint64_t admitted = 0;                     // connections served
   uint64_t refused_address_connections = 0;  // the address had max_connections_per_address
-  // At max_connections with every connection busy, or (the others all young) the newcomer's
-  // address holding the most of the young ones.
+  // At max_connections with every connection busy.
   uint64_t refused_full = 0;
   uint64_t refused_stopping = 0;          // accepted while the server stopped
   uint64_t evicted_head_pending = 0;      // closed at the cap: no request head completed
