@@ -36,6 +36,7 @@
 #include <cstdlib>
 #include <deque>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -278,25 +279,25 @@ int main(int argc, char** argv) {
     return row;
   };
 
-  // Warm-up. Every timed request below has a fresh client: the store closes a keep-alive
-  // connection idle for 10 s (http/limits.h), and a row may take longer than that.
+  // Warm-up. The clients are kept across rows: the store closes a keep-alive connection idle
+  // for 10 s (http/limits.h) and a row may take longer, but Client reconnects then.
+  Client agg_client((*served)->client_options());
+  std::optional<Client> rgw_client;
+  if (rgw_served) rgw_client.emplace(rgw_served->client_options());
   {
-    Client c((*served)->client_options());
-    auto warm = bench::TimedAggregateGet(c, bucket, *set, "warm-up", osd);
+    auto warm = bench::TimedAggregateGet(agg_client, bucket, *set, "warm-up", osd);
     if (!warm.ok()) return Fail("aggregated GET", warm.status());
   }
   if (rgw_served) {
-    Client c(rgw_served->client_options());
-    auto w = bench::TimedAggregateGet(c, bucket, *set, "warm-up", osd);
+    auto w = bench::TimedAggregateGet(*rgw_client, bucket, *set, "warm-up", osd);
     if (!w.ok()) return Fail("aggregated GET via radosgw", w.status());
   }
   Row agg, shm, direct, par, rgw_agg, rgw_par;
   uint64_t agg_ops = 0, rgw_requests = 0;
   for (int rep = 0; rep < repeat; ++rep) {
     const uint64_t ops0 = (*store)->read_ops();
-    Client fresh((*served)->client_options());
-    auto a =
-        bench::TimedAggregateGet(fresh, bucket, *set, "aggregated GET via kvcs store, RADOS", osd);
+    auto a = bench::TimedAggregateGet(agg_client, bucket, *set,
+                                      "aggregated GET via kvcs store, RADOS", osd);
     if (!a.ok()) return Fail("aggregated GET", a.status());
     agg_ops = (*store)->read_ops() - ops0;
     bench::KeepBest(&agg, *a);
@@ -314,8 +315,7 @@ int main(int argc, char** argv) {
     bench::KeepBest(&par, *p);
     if (!rgw_served) continue;
     const uint64_t r0 = rgw_store->client().stats().requests;
-    Client rgw_fresh(rgw_served->client_options());
-    auto ra = bench::TimedAggregateGet(rgw_fresh, bucket, *set,
+    auto ra = bench::TimedAggregateGet(*rgw_client, bucket, *set,
                                        "aggregated GET via kvcs store, radosgw", osd);
     if (!ra.ok()) return Fail("aggregated GET via radosgw", ra.status());
     rgw_requests = rgw_store->client().stats().requests - r0;

@@ -31,8 +31,8 @@ inline constexpr uint64_t kMaxAdmissionDeadlineMs = 600'000;
 
 // --[PREFIX]max-connections, --[PREFIX]max-connections-per-address,
 // --[PREFIX]max-requests-per-address, --[PREFIX]header-timeout-ms,
-// --[PREFIX]header-timeout-under-pressure-ms. PREFIX is "" for a command's own HTTP server and,
-// e.g., "metrics-" for a second one.
+// --[PREFIX]header-timeout-under-pressure-ms, --[PREFIX]min-idle-age-ms. PREFIX is "" for a
+// command's own HTTP server and, e.g., "metrics-" for a second one.
 struct HttpAdmissionOptions {
   explicit HttpAdmissionOptions(std::string flag_prefix = "") : prefix(std::move(flag_prefix)) {}
 
@@ -43,6 +43,7 @@ struct HttpAdmissionOptions {
   uint64_t header_timeout_ms = uint64_t(http::kDefaultHeaderTimeout.count());
   uint64_t header_timeout_under_pressure_ms =
       uint64_t(http::kDefaultHeaderTimeoutUnderPressure.count());
+  uint64_t min_idle_age_ms = uint64_t(http::kDefaultMinIdleAge.count());
 
   void Add(CLI::App* cmd) {
     const CLI::Range count(uint64_t{1}, kMaxAdmissionCount);
@@ -70,6 +71,11 @@ struct HttpAdmissionOptions {
                     "... or within this once 75% of the connection cap is open")
         ->check(deadline)
         ->capture_default_str();
+    cmd->add_option("--" + prefix + "min-idle-age-ms", min_idle_age_ms,
+                    "at the connection cap, a keep-alive connection idle for less than this is "
+                    "evicted only from the address holding the most young connections")
+        ->check(CLI::Range(uint64_t{0}, kMaxAdmissionDeadlineMs))
+        ->capture_default_str();
   }
   void ApplyTo(http::Limits* l) const {
     l->max_connections = max_connections;
@@ -77,6 +83,7 @@ struct HttpAdmissionOptions {
     l->max_requests_per_address = max_requests_per_address;
     l->header_timeout = std::chrono::milliseconds(header_timeout_ms);
     l->header_timeout_under_pressure = std::chrono::milliseconds(header_timeout_under_pressure_ms);
+    l->min_idle_age = std::chrono::milliseconds(min_idle_age_ms);
   }
 };
 

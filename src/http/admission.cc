@@ -22,27 +22,25 @@ ConnectionAdmission::Decision ConnectionAdmission::Admit(std::string_view addres
     d.verdict = Verdict::kRefusedAddress;
     return d;
   }
-  // Make room: the oldest head-pending connection past its grace, else the oldest idle one, else
-  // the oldest head-pending one.
+  // Make room (see the header for the order).
   while (connections_.size() >= std::max<size_t>(limits_.max_connections, 1)) {
-    bool old_pending =
-        !pending_.empty() &&
-        now - connections_.at(pending_.begin()->second).admitted >= limits_.eviction_grace;
-    auto& queue = old_pending || idle_.empty() ? pending_ : idle_;
-    if (queue.empty()) {
+    std::optional<ConnectionId> victim = Victim(key, now);
+    if (!victim) {
       ++metrics_.refused_full;
       d.verdict = Verdict::kRefusedFull;
       return d;
     }
-    ++(&queue == &pending_ ? metrics_.evicted_head_pending : metrics_.evicted_idle);
-    ConnectionId victim = queue.begin()->second;
-    d.evict.push_back(victim);
-    Forget(connections_.find(victim));
+    auto it = connections_.find(*victim);
+    ++(it->second.state == State::kIdle ? metrics_.evicted_idle : metrics_.evicted_head_pending);
+    d.evict.push_back(*victim);
+    Forget(it);
   }
   ConnectionId id = next_id_++;
-  Connection c{std::move(key), State::kHeadPending, next_order_++, now};
+  Connection c{std::move(key), State::kHeadPending, next_order_++, now, now};
   pending_.emplace(c.order, id);
-  ++addresses_[c.address].connections;
+  PerAddress& pa = addresses_[c.address];
+  ++pa.connections;
+  pa.pending.emplace(c.order, id);
   connections_.emplace(id, std::move(c));
   ++metrics_.admitted;
   d.verdict = Verdict::kAdmitted;
@@ -50,16 +48,20 @@ ConnectionAdmission::Decision ConnectionAdmission::Admit(std::string_view addres
   return d;
 }
 
-std::optional<std::chrono::milliseconds> ConnectionAdmission::AwaitHead(ConnectionId id) {
+std::optional<std::chrono::milliseconds> ConnectionAdmission::AwaitHead(ConnectionId id,
+                                                                        TimePoint now) {
   std::lock_guard<std::mutex> l(mu_);
   auto it = connections_.find(id);
   if (it == connections_.end() || stopping_) return std::nullopt;
   Connection& c = it->second;
   if (c.state == State::kBusy) {
-    --addresses_[c.address].busy;
+    PerAddress& a = addresses_[c.address];
+    --a.busy;
     c.state = State::kIdle;
     c.order = next_order_++;
+    c.idle_since = now;
     idle_.emplace(c.order, id);
+    a.idle.emplace(c.order, id);
   }
   // Under pressure: at least pressure_percent of the cap open (compared in integers).
   bool pressure = connections_.size() * 100 >=
@@ -120,9 +122,52 @@ AdmissionMetrics ConnectionAdmission::metrics() const {
   return metrics_;
 }
 
+std::optional<ConnectionAdmission::ConnectionId> ConnectionAdmission::Victim(
+    const std::string& newcomer, TimePoint now) const {
+  auto oldest_pending = [&] { return connections_.at(pending_.begin()->second).admitted; };
+  if (!pending_.empty() && now - oldest_pending() >= limits_.eviction_grace) {
+    return pending_.begin()->second;
+  }
+  if (!idle_.empty() &&
+      now - connections_.at(idle_.begin()->second).idle_since >= limits_.min_idle_age) {
+    return idle_.begin()->second;
+  }
+  // Only young connections are left (head-pending within the grace, idle within the minimum
+  // age): they go from the address holding the most of them (ties: the oldest), and only for a
+  // newcomer whose own address holds fewer (else its own address's), so one address reopening
+  // its connections fast evicts neither another's newcomers nor its pool between two requests,
+  // only its own; head-pending first.
+  auto waiting = [](const PerAddress& a) { return a.pending.size() + a.idle.size(); };
+  auto oldest = [](const PerAddress& a) {
+    uint64_t p = a.pending.empty() ? UINT64_MAX : a.pending.begin()->first;
+    uint64_t i = a.idle.empty() ? UINT64_MAX : a.idle.begin()->first;
+    return std::min(p, i);
+  };
+  const PerAddress* most = nullptr;
+  for (const auto& [address, a] : addresses_) {
+    if (waiting(a) == 0) continue;
+    if (!most || waiting(a) > waiting(*most) ||
+        (waiting(a) == waiting(*most) && oldest(a) < oldest(*most))) {
+      most = &a;
+    }
+  }
+  if (!most) return std::nullopt;
+  // A newcomer whose own address holds as many churns its own.
+  auto own = addresses_.find(newcomer);
+  if (own != addresses_.end() && waiting(own->second) >= waiting(*most)) most = &own->second;
+  return (most->pending.empty() ? most->idle : most->pending).begin()->second;
+}
+
 void ConnectionAdmission::LeaveState(Connection& c) {
-  if (c.state == State::kHeadPending) pending_.erase(c.order);
-  if (c.state == State::kIdle) idle_.erase(c.order);
+  PerAddress& a = addresses_[c.address];
+  if (c.state == State::kHeadPending) {
+    pending_.erase(c.order);
+    a.pending.erase(c.order);
+  }
+  if (c.state == State::kIdle) {
+    idle_.erase(c.order);
+    a.idle.erase(c.order);
+  }
 }
 
 void ConnectionAdmission::Forget(std::unordered_map<ConnectionId, Connection>::iterator it) {

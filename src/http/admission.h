@@ -8,9 +8,14 @@
 //   head-pending  admitted, no request head completed yet (also during a TLS handshake);
 //   idle          a keep-alive connection waiting for its next request head;
 //   busy          serving a request.
-// At the total cap a newcomer evicts the oldest head-pending connection pending longer than
-// limits.eviction_grace, else the oldest idle one, else the oldest head-pending one; only when
-// all are busy is it refused. See docs/protocols/http.md. Thread-safe.
+// At the total cap a newcomer evicts, in this order: the oldest head-pending connection pending
+// longer than limits.eviction_grace; the oldest idle one idle longer than limits.min_idle_age;
+// else one of the young ones (head-pending or idle) of the address holding the most of them,
+// head-pending first, oldest first, when that address holds more than the newcomer's (else the
+// newcomer's own address's). Only when every connection is busy is it refused. So a hog
+// reopening its connections fast evicts neither a well-behaved keep-alive connection between
+// two requests nor a well-behaved newcomer; it only churns its own. See docs/protocols/http.md.
+// Thread-safe.
 #ifndef KVCS_HTTP_ADMISSION_H_
 #define KVCS_HTTP_ADMISSION_H_
 
@@ -33,12 +38,13 @@ namespace kvcs::http {
 struct AdmissionMetrics {
   uint64_t admitted = 0;                     // connections served
   uint64_t refused_address_connections = 0;  // the address had max_connections_per_address
-  uint64_t refused_full = 0;                 // at max_connections with every connection busy
-  uint64_t refused_stopping = 0;             // accepted while the server stopped
-  uint64_t evicted_head_pending = 0;         // closed at the cap: no request head completed
-  uint64_t evicted_idle = 0;                 // closed at the cap: idle keep-alive
-  uint64_t refused_address_requests = 0;     // 503: the address had max_requests_per_address
-  uint64_t head_deadline_closes = 0;         // closed: no (next) request head within the deadline
+  // At max_connections with every connection busy.
+  uint64_t refused_full = 0;
+  uint64_t refused_stopping = 0;          // accepted while the server stopped
+  uint64_t evicted_head_pending = 0;      // closed at the cap: no request head completed
+  uint64_t evicted_idle = 0;              // closed at the cap: idle keep-alive
+  uint64_t refused_address_requests = 0;  // 503: the address had max_requests_per_address
+  uint64_t head_deadline_closes = 0;      // closed: no (next) request head within the deadline
 };
 
 class ConnectionAdmission {
@@ -62,7 +68,8 @@ class ConnectionAdmission {
   // The connection waits for a request head (its first, or the next on a keep-alive
   // connection). Returns the deadline for the head, or nullopt when the connection must close
   // now (evicted, or the server is stopping).
-  std::optional<std::chrono::milliseconds> AwaitHead(ConnectionId id);
+  // `now`: when it starts waiting (an idle connection's idle age counts from here).
+  std::optional<std::chrono::milliseconds> AwaitHead(ConnectionId id, TimePoint now);
   enum class HeadVerdict { kServe, kRefusedAddressRequests, kGone };
   // A request head arrived: kServe makes the connection busy until its next AwaitHead or its
   // Release; kRefusedAddressRequests: answer 503 and close; kGone: evicted, close.
@@ -88,12 +95,17 @@ class ConnectionAdmission {
     State state = State::kHeadPending;
     uint64_t order = 0;  // key in pending_ or idle_ while in those states
     TimePoint admitted;
+    TimePoint idle_since;  // when it last went idle
   };
   struct PerAddress {
     size_t connections = 0;
     size_t busy = 0;
+    std::map<uint64_t, ConnectionId> pending;  // its head-pending connections, oldest first
+    std::map<uint64_t, ConnectionId> idle;     // its idle connections, oldest first
   };
 
+  // REQUIRES: mu_ held. The connection a newcomer from `newcomer` evicts at the cap, if any.
+  std::optional<ConnectionId> Victim(const std::string& newcomer, TimePoint now) const;
   // REQUIRES: mu_ held. Removes the connection from its state's queue.
   void LeaveState(Connection& c);
   // REQUIRES: mu_ held. Forgets `id` entirely.

@@ -2,7 +2,10 @@
 // of partial request heads or idle keep-alive connections and reopens each one the server
 // closes, while a well-behaved client on another loopback address (127.0.0.2) sends ordinary
 // requests; every one must succeed. Also: the per-address cap refuses the hog's extra
-// connections, and the default cap holds against ~3000 connections. Bounded in count and time.
+// connections, the default cap holds against ~3000 connections, and a well-behaved keep-alive
+// connection between two requests is not evicted by a hog reopening its idle connections, and
+// connections waiting for a head hold no body-sized receive buffer (closed ones none at all).
+// Bounded in count and time.
 #include <arpa/inet.h>
 #include <fcntl.h>
 #include <gtest/gtest.h>
@@ -102,6 +105,93 @@ TEST_F(AdmissionLoadTest, IdleKeepAliveConnectionsDoNotLockOutAWellBehavedClient
   ExpectGoodClientServed(100);
   AdmissionMetrics m = server_->admission_metrics();
   EXPECT_GT(m.evicted_idle, 0u);
+}
+
+TEST_F(AdmissionLoadTest, AKeepAliveConnectionBetweenRequestsSurvivesAFastReopeningHog) {
+  Limits l = SmallCap();
+  l.header_timeout = std::chrono::seconds(60);  // the good connection's wait is never cut short
+  l.min_idle_age = std::chrono::seconds(60);    // ... nor old enough to be evicted, on any machine
+  l.max_connections_per_address = 1024;         // only the total cap stops the hog
+  StartServer(l);
+  int fd = ConnectFrom("127.0.0.2", server_->port());
+  ASSERT_GE(fd, 0);
+  // One keep-alive request and its whole response ("ok", 2 bytes of body).
+  auto request = [fd]() -> std::string {
+    if (!SendAll(fd, "GET /ok HTTP/1.1\r\nHost: h\r\n\r\n")) return "send failed";
+    std::string out;
+    char buf[4096];
+    while (out.find("\r\n\r\nok") == std::string::npos) {
+      ssize_t n = recv(fd, buf, sizeof buf, 0);
+      if (n <= 0) return out + " [closed]";
+      out.append(buf, static_cast<size_t>(n));
+    }
+    return out;
+  };
+  std::string first = request();
+  ASSERT_EQ(first.rfind("HTTP/1.1 200", 0), 0u) << first;
+  {
+    // The hog fills the cap with idle keep-alive connections and reopens each one closed.
+    Hog hog(server_->port(), {"127.0.0.1"}, 600, kWholeRequest);
+    auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+    for (;;) {  // until the hog's newcomers have met the full cap a few hundred times
+      AdmissionMetrics m = server_->admission_metrics();
+      if (m.refused_full + m.evicted_idle + m.evicted_head_pending >= 300) break;
+      ASSERT_LT(std::chrono::steady_clock::now(), deadline) << "the hog never reached the cap";
+      std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    }
+    std::string second = request();
+    EXPECT_EQ(second.rfind("HTTP/1.1 200", 0), 0u) << second;
+  }
+  close(fd);
+}
+
+TEST_F(AdmissionLoadTest, WaitingConnectionsHoldSmallBuffersAndClosedOnesNone) {
+  StartServer(SmallCap());
+  // Polls until the server runs `n` connection coroutines; bounded.
+  auto wait_for = [this](size_t n) {
+    auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+    while (server_->connection_memory().connections != n) {
+      if (std::chrono::steady_clock::now() > deadline) return false;
+      std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    }
+    return true;
+  };
+  {
+    Hog slow(server_->port(), {"127.0.0.1"}, 100, kPartialHead);
+    Hog idle(server_->port(), {"127.0.0.3"}, 100, kWholeRequest);
+    ASSERT_TRUE(wait_for(200)) << server_->connection_memory().connections;
+    ConnectionMemory m = server_->connection_memory();
+    // A head buffer each (4 KiB), not a body-sized one (64 KiB; 12.8 MiB for the 200).
+    EXPECT_LE(m.receive_buffer_bytes, 200u * 4096) << m.receive_buffer_bytes;
+  }
+  // A keep-alive request with a 200 KiB body: a body-sized buffer while it is read, a head
+  // buffer again once the connection waits for its next request.
+  int fd = ConnectFrom("127.0.0.2", server_->port());
+  ASSERT_GE(fd, 0);
+  // Under max_drain_bytes: the handler ignores the body, the server drains it and keeps the
+  // connection.
+  std::string body(200 * 1024, 'x');
+  ASSERT_TRUE(SendAll(fd, "PUT /b HTTP/1.1\r\nHost: h\r\nContent-Length: " +
+                              std::to_string(body.size()) + "\r\n\r\n" + body));
+  std::string out;
+  char buf[4096];
+  while (out.find("\r\n\r\nok") == std::string::npos) {
+    ssize_t n = recv(fd, buf, sizeof buf, 0);
+    ASSERT_GT(n, 0) << out;
+    out.append(buf, static_cast<size_t>(n));
+  }
+  EXPECT_EQ(out.rfind("HTTP/1.1 200", 0), 0u) << out;
+  ASSERT_TRUE(wait_for(1));
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+  while (server_->connection_memory().receive_buffer_bytes > 4096 &&
+         std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  EXPECT_LE(server_->connection_memory().receive_buffer_bytes, 4096u);
+  close(fd);
+  // Every connection closed: no buffer is left.
+  ASSERT_TRUE(wait_for(0));
+  EXPECT_EQ(server_->connection_memory().receive_buffer_bytes, 0u);
 }
 
 TEST_F(AdmissionLoadTest, PerAddressCapRefusesTheHogsExtraConnections) {

@@ -34,6 +34,13 @@ inline constexpr uint32_t kDefaultPressurePercent = 75;
 // satellite path), so without this grace a stream of newcomers would evict each other before
 // any sent its head, and a flood would starve well-behaved newcomers.
 inline constexpr std::chrono::milliseconds kDefaultEvictionGrace = std::chrono::seconds(1);
+// An idle keep-alive connection idle for less than this is evicted for a newcomer only like a
+// young head-pending one (from the address holding the most young connections, for a newcomer
+// of an address holding fewer): a client pool sends its next request on a connection well
+// within a second, so a hog reopening its connections fast no longer evicts well-behaved
+// connections between their requests; one idle longer is the cheapest to lose (the client
+// reconnects).
+inline constexpr std::chrono::milliseconds kDefaultMinIdleAge = std::chrono::seconds(1);
 
 struct Limits {
   // Request line + headers. Presigned URLs with 1 KiB keys and a few dozen headers fit in
@@ -53,9 +60,12 @@ struct Limits {
   // ... or after this (when shorter) while at least pressure_percent of max_connections are open.
   std::chrono::milliseconds header_timeout_under_pressure = kDefaultHeaderTimeoutUnderPressure;
   uint32_t pressure_percent = kDefaultPressurePercent;
-  // Eviction order at the cap: head-pending connections older than this, then idle ones, then
-  // the younger head-pending ones (oldest first in each group).
+  // Eviction order at the cap: head-pending connections older than this, then idle ones idle
+  // longer than min_idle_age, then the younger head-pending ones (oldest first in each group).
   std::chrono::milliseconds eviction_grace = kDefaultEvictionGrace;
+  // ... and idle connections idle for less than this go after the head-pending ones (see
+  // ConnectionAdmission).
+  std::chrono::milliseconds min_idle_age = kDefaultMinIdleAge;
   // Each body read and each response write must make progress within this.
   std::chrono::milliseconds io_timeout = std::chrono::seconds(120);
   // TLS handshake deadline.
@@ -66,8 +76,9 @@ struct Limits {
   // Unread request bodies up to this size are drained to keep the connection; larger ones close
   // it.
   uint64_t max_drain_bytes = 256 * 1024;
-  // Receive buffer of a connection (request heads and bodies). Beast reads at most its free
-  // capacity at a time; 64 KiB × max_connections bounds the total at 64 MiB.
+  // Receive buffer of a connection reading a request body (at most the body's length). Beast
+  // reads at most its free capacity at a time. A connection waiting for a head (slow, or idle
+  // keep-alive) holds 4 KiB instead: 1024 slow heads held 64 MiB of buffers (issue 19).
   size_t receive_buffer_bytes = 64 * 1024;
   // On shutdown, in-flight requests get this long before the event loop stops.
   std::chrono::milliseconds shutdown_grace = std::chrono::seconds(5);

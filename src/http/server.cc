@@ -239,6 +239,46 @@ std::optional<std::string> DecodeTarget(Request* r) {
   return std::nullopt;
 }
 
+// A connection's receive buffer, counted in the server's total of receive buffer bytes
+// (Server::connection_memory).
+class ReceiveBuffer {
+ public:
+  explicit ReceiveBuffer(std::atomic<size_t>& total) : total_(total) {}
+  ~ReceiveBuffer() { total_ -= counted_; }
+  ReceiveBuffer(const ReceiveBuffer&) = delete;
+  ReceiveBuffer& operator=(const ReceiveBuffer&) = delete;
+
+  beast::flat_buffer& get() { return buf_; }
+  // Before waiting for a request head: holds kHeadBufferBytes unless it still holds pipelined
+  // bytes. Slow heads and idle keep-alive connections never keep a body-sized buffer.
+  void ForHead() {
+    if (buf_.size() == 0 && buf_.capacity() > kHeadBufferBytes) buf_.shrink_to_fit();
+    buf_.reserve(kHeadBufferBytes);
+    Count();
+  }
+  // Before reading a body of `length` bytes (nullopt: chunked, unknown): room for up to `most`
+  // bytes at once, so Beast reads the body in large recv calls (at most max(512, free
+  // capacity) each) without holding more than the body needs.
+  void ForBody(boost::optional<uint64_t> length, size_t most) {
+    uint64_t want = std::min<uint64_t>(length.value_or(most), most);
+    buf_.reserve(buf_.size() + static_cast<size_t>(want));
+    Count();
+  }
+
+ private:
+  // A request head with SigV4 headers (~1.5 KiB) arrives in one recv.
+  static constexpr size_t kHeadBufferBytes = 4096;
+  void Count() {
+    size_t c = buf_.capacity();
+    total_ += c;
+    total_ -= counted_;
+    counted_ = c;
+  }
+  std::atomic<size_t>& total_;
+  size_t counted_ = 0;
+  beast::flat_buffer buf_;
+};
+
 }  // namespace
 
 struct Server::Impl {
@@ -253,6 +293,7 @@ struct Server::Impl {
   uint16_t port = 0;
   ConnectionAdmission admission;
   std::atomic<bool> stopping{false};
+  std::atomic<size_t> receive_buffer_bytes{0};  // capacity of every connection's receive buffer
 
   // Every live connection's stream, by admission id, so evictions and Stop() can close it. An
   // entry is added and removed on the connection's strand, where the stream lives.
@@ -286,7 +327,7 @@ struct Server::Impl {
   template <class Stream>
   Awaitable<void> Session(Stream& stream, ConnectionId id);
   template <class Stream>
-  Awaitable<bool> ServeOne(Stream& stream, beast::flat_buffer& buf, ConnectionId id);
+  Awaitable<bool> ServeOne(Stream& stream, ReceiveBuffer& rb, ConnectionId id);
   Awaitable<void> Accept();
   Awaitable<void> RunConnection(tcp::socket s, ConnectionId id);
   // Cancels the pending operations of these connections (on their strands); a connection not
@@ -311,10 +352,7 @@ void Server::Impl::Cancel(const std::vector<ConnectionId>& ids) {
 
 template <class Stream>
 Awaitable<void> Server::Impl::Session(Stream& stream, ConnectionId id) {
-  beast::flat_buffer buf;
-  // Beast receives at most max(512, free capacity) bytes per read: without this a request body
-  // arrived 512 bytes per recv call.
-  buf.reserve(options.limits.receive_buffer_bytes);
+  ReceiveBuffer buf(receive_buffer_bytes);
   for (;;) {
     if (stopping) break;
     bool keep = co_await ServeOne(stream, buf, id);
@@ -325,11 +363,14 @@ Awaitable<void> Server::Impl::Session(Stream& stream, ConnectionId id) {
 }
 
 template <class Stream>
-Awaitable<bool> Server::Impl::ServeOne(Stream& stream, beast::flat_buffer& buf, ConnectionId id) {
+Awaitable<bool> Server::Impl::ServeOne(Stream& stream, ReceiveBuffer& rb, ConnectionId id) {
   const Limits& limits = options.limits;
+  beast::flat_buffer& buf = rb.get();
+  rb.ForHead();
   // No suspension between AwaitHead and starting the read: an eviction or Stop() (posted to
   // this strand) either finds the read pending and cancels it, or AwaitHead says "close".
-  std::optional<std::chrono::milliseconds> head_deadline = admission.AwaitHead(id);
+  std::optional<std::chrono::milliseconds> head_deadline =
+      admission.AwaitHead(id, std::chrono::steady_clock::now());
   if (!head_deadline) co_return false;
   bhttp::request_parser<bhttp::buffer_body> parser;
   parser.header_limit(limits.max_header_bytes);
@@ -367,6 +408,9 @@ Awaitable<bool> Server::Impl::ServeOne(Stream& stream, beast::flat_buffer& buf, 
     }
   }
   parser.body_limit(limits.max_body_bytes);  // counts chunked bodies as they arrive
+  // Beast receives at most max(512, free capacity) bytes per read: without room a request body
+  // arrived 512 bytes per recv call.
+  if (!parser.is_done()) rb.ForBody(parser.content_length(), limits.receive_buffer_bytes);
   auto& head = parser.get();
   Request req;
   req.method = std::string(head.method_string());
@@ -590,6 +634,16 @@ void Server::Run(bool handle_signals) {
 }
 
 AdmissionMetrics Server::admission_metrics() const { return impl_->admission.metrics(); }
+
+ConnectionMemory Server::connection_memory() const {
+  ConnectionMemory m;
+  {
+    std::lock_guard<std::mutex> l(impl_->sessions_mu);
+    m.connections = impl_->sessions.size();
+  }
+  m.receive_buffer_bytes = impl_->receive_buffer_bytes;
+  return m;
+}
 
 void Server::Stop() { impl_->BeginStop(); }
 

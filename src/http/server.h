@@ -43,6 +43,12 @@ struct ServerOptions {
   Limits limits;
 };
 
+// What the live connections hold (for tests and metrics).
+struct ConnectionMemory {
+  size_t connections = 0;           // connection coroutines running
+  size_t receive_buffer_bytes = 0;  // capacity of their receive buffers
+};
+
 // Writes a complete error response for `status` (4xx/5xx) with a human-readable message.
 // REQUIRES: the response is not started. The default answers text/plain.
 using ErrorResponder =
@@ -72,6 +78,9 @@ class Server {
   // Counters of admitted, refused and evicted connections and refused requests, by cause.
   // Thread-safe. Run() logs them once when it returns.
   AdmissionMetrics admission_metrics() const;
+  // Thread-safe. A connection waiting for a request head holds a small receive buffer; one
+  // reading a body up to limits.receive_buffer_bytes; a closed one none.
+  ConnectionMemory connection_memory() const;
 
  private:
   struct Impl;

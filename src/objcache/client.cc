@@ -197,8 +197,20 @@ struct Client::Impl {
 
   std::string HostHeader() const { return options.host + ":" + std::to_string(options.port); }
 
+  // Whether the kept connection is still usable: the store closes a keep-alive connection idle
+  // past its head deadline (10 s, 2 s under pressure), and a request written into a closed one
+  // fails ("Broken pipe", or end of stream before the answer). A connection the peer closed,
+  // reset, or sent unasked bytes on is dropped here, before a request is sent, so every request
+  // (PUTs too) goes out once, on a fresh connection if need be.
+  bool StillOpen() {
+    uint8_t probe;
+    ssize_t n = ::recv(socket.native_handle(), &probe, 1, MSG_PEEK | MSG_DONTWAIT);
+    return n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK) && buffer.size() == 0;
+  }
+
   Status Connect() {
-    if (connected) return Status::Ok();
+    if (connected && StillOpen()) return Status::Ok();
+    if (connected) Close();
     beast::error_code ec;
     tcp::resolver resolver(io);
     auto eps = resolver.resolve(options.host, std::to_string(options.port), ec);

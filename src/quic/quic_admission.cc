@@ -36,8 +36,13 @@ QuicAdmission::Decision QuicAdmission::OnInitial(std::string_view address, bool 
     }
   }
   // The address's own limits: a validated newcomer replaces its oldest unvalidated handshake.
-  while (addr().connections >= limits_.max_connections_per_address ||
-         addr().handshakes >= limits_.max_handshakes_per_address) {
+  // The handshake limit binds a validated newcomer only under load (Retry on): an address that
+  // proved it receives our packets may open a burst of sessions (a consumer host starting 100)
+  // while the server has handshakes to spare.
+  auto over_handshakes = [&] {
+    return addr().handshakes >= limits_.max_handshakes_per_address && (!validated || retry_on_);
+  };
+  while (addr().connections >= limits_.max_connections_per_address || over_handshakes()) {
     PerAddress& a = addr();
     if (!validated || a.unvalidated.empty()) {
       ++(a.connections >= limits_.max_connections_per_address

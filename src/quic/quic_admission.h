@@ -13,9 +13,12 @@
 //      Retry is on under load (handshakes in progress reached retry_on_handshakes; off again
 //      below retry_off_handshakes), or when its address already has max_handshakes_per_address
 //      handshakes in progress;
-//   2. when its address has max_connections_per_address connections or (it has a token, then)
-//      max_handshakes_per_address handshakes, a validated newcomer replaces the address's oldest
-//      unvalidated handshake; if there is none it is refused;
+//   2. when its address has max_connections_per_address connections or (it has a token, then,
+//      and only while Retry is on under load) max_handshakes_per_address handshakes, a validated
+//      newcomer replaces the address's oldest unvalidated handshake; if there is none it is
+//      refused. Below the load mark a validated newcomer is not held to the handshake limit, so
+//      a burst of sessions from one host (100 at once) all connect, the ones past the limit
+//      after one Retry round trip;
 //   3. at max_connections it evicts the oldest unvalidated handshake, else the oldest handshake;
 //      only when every connection is established is it refused.
 // A handshake still in progress handshake_deadline after admission expires. See
@@ -43,9 +46,10 @@ struct AdmissionLimits {
   // default total cap: one host or NAT can run many clients, yet one address cannot take more
   // than a quarter of the server.
   static constexpr size_t kDefaultMaxConnectionsPerAddress = 256;
-  // Handshakes in progress from one IP address. A client starts a handful of connections at
-  // once; 32 covers a process starting dozens of sessions together. Beyond it the address gets
-  // Retry, so it cannot hold more without proving it receives our packets.
+  // Handshakes in progress from one IP address without a Retry token. A client starts a handful
+  // of connections at once; 32 covers a process starting dozens of sessions together. Beyond it
+  // the address gets Retry, so it cannot hold more without proving it receives our packets;
+  // validated ones past it are admitted while Retry under load is off.
   static constexpr size_t kDefaultMaxHandshakesPerAddress = 32;
   // Retry for every address while this many handshakes are in progress (an eighth of the
   // default cap: far above the concurrent handshakes of normal operation, low enough that a
@@ -74,12 +78,12 @@ struct AdmissionMetrics {
   uint64_t retry_load = 0;                   // Retry: on under load (retry_on_handshakes)
   uint64_t retry_address = 0;                // Retry: the address had max_handshakes_per_address
   uint64_t refused_address_connections = 0;  // the address had max_connections_per_address
-  uint64_t refused_address_handshakes = 0;   // validated, but the address had its handshakes
-  uint64_t evicted_address_handshakes = 0;   // replaced by a validated newcomer of its address
-  uint64_t refused_full = 0;                 // at max_connections, every connection established
-  uint64_t evicted_handshakes = 0;           // dropped at max_connections: oldest handshake
-  uint64_t handshake_deadline_drops = 0;     // dropped: handshake past handshake_deadline
-  uint64_t retry_mode_on = 0;                // times Retry under load switched on
+  uint64_t refused_address_handshakes = 0;  // validated, under load, the address had its handshakes
+  uint64_t evicted_address_handshakes = 0;  // replaced by a validated newcomer of its address
+  uint64_t refused_full = 0;                // at max_connections, every connection established
+  uint64_t evicted_handshakes = 0;          // dropped at max_connections: oldest handshake
+  uint64_t handshake_deadline_drops = 0;    // dropped: handshake past handshake_deadline
+  uint64_t retry_mode_on = 0;               // times Retry under load switched on
 };
 
 class QuicAdmission {

@@ -38,11 +38,16 @@ TEST(QuicAdmission, AdmitsAndRetriesWhenRequired) {
   EXPECT_EQ(a.active(), 0u);
 }
 
-TEST(QuicAdmission, PerAddressHandshakesGetRetryThenRefusal) {
+TEST(QuicAdmission, PerAddressHandshakesGetRetryThenRefusalUnderLoad) {
   QuicAdmission a(64, false, Small());
   for (int i = 0; i < 4; ++i) EXPECT_EQ(a.OnInitial("x", false, kT0).verdict, Verdict::kAdmitted);
   EXPECT_EQ(a.OnInitial("x", false, kT0).verdict, Verdict::kRetry);
   EXPECT_EQ(a.metrics().retry_address, 1u);
+  // Four handshakes of other addresses: 8 in progress, Retry under load is on.
+  for (const char* other : {"p", "q", "r", "s"}) {
+    EXPECT_EQ(a.OnInitial(other, false, kT0).verdict, Verdict::kAdmitted);
+  }
+  ASSERT_TRUE(a.retry_on());
   // A validated one replaces the address's oldest unvalidated handshake.
   auto v = a.OnInitial("x", true, kT0);
   EXPECT_EQ(v.verdict, Verdict::kAdmitted);
@@ -57,7 +62,26 @@ TEST(QuicAdmission, PerAddressHandshakesGetRetryThenRefusal) {
   EXPECT_EQ(a.OnInitial("x", true, kT0).verdict, Verdict::kRefusedAddress);
   EXPECT_EQ(a.metrics().refused_address_handshakes, 1u);
   // Other addresses are unaffected.
-  EXPECT_EQ(a.OnInitial("y", false, kT0).verdict, Verdict::kAdmitted);
+  EXPECT_EQ(a.OnInitial("y", true, kT0).verdict, Verdict::kAdmitted);
+}
+
+TEST(QuicAdmission, ABurstOfOneHundredSessionsFromOneAddressAllConnectWithDefaults) {
+  QuicAdmission a(1024, false, AdmissionLimits{});
+  size_t admitted = 0, retried = 0;
+  for (int i = 0; i < 100; ++i) {
+    auto d = a.OnInitial("127.0.0.1", false, kT0);
+    if (d.verdict == Verdict::kRetry) {
+      ++retried;
+      d = a.OnInitial("127.0.0.1", true, kT0);  // the client's Initial with the token
+    }
+    EXPECT_EQ(d.verdict, Verdict::kAdmitted) << "session " << i;
+    EXPECT_TRUE(d.evict.empty()) << "session " << i;
+    admitted += d.verdict == Verdict::kAdmitted;
+  }
+  EXPECT_EQ(admitted, 100u);
+  EXPECT_EQ(retried, 100u - AdmissionLimits::kDefaultMaxHandshakesPerAddress);
+  EXPECT_EQ(a.handshakes(), 100u);
+  EXPECT_FALSE(a.retry_on());
 }
 
 TEST(QuicAdmission, PerAddressConnections) {

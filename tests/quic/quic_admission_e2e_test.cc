@@ -137,6 +137,31 @@ class QuicAdmissionE2ETest : public ::testing::Test {
   std::unique_ptr<MoqtServer> server_;
 };
 
+// A consumer host opening 100 sessions at once from one address, with the default limits: the
+// ones past max_handshakes_per_address (32) answer a Retry and, validated, are admitted while
+// the server is not under load; every one completes its SETUP.
+TEST_F(QuicAdmissionE2ETest, AHundredSessionsAtOnceFromOneAddressAllConnectWithDefaults) {
+  StartServer([](quic::ServerConfig&) {});
+  std::vector<std::unique_ptr<MoqtClient>> clients;
+  for (int i = 0; i < 100; ++i) {
+    auto c = MoqtClient::Connect(loop_.io, ClientConfig(server_->port()), nullptr);
+    ASSERT_TRUE(c.ok()) << c.status().ToString();
+    clients.push_back(std::move(*c));
+  }
+  auto settled = [&] {
+    size_t n = 0;
+    for (auto& c : clients) n += c->setup_complete() || c->closed();
+    return n;
+  };
+  ASSERT_TRUE(loop_.RunUntil([&] { return settled() == clients.size(); }, "100 SETUPs"))
+      << settled() << " settled; " << StatsText();
+  size_t complete = 0;
+  for (auto& c : clients) complete += c->setup_complete();
+  EXPECT_EQ(complete, 100u) << StatsText();
+  EXPECT_GT(server_->transport_stats().admission.retry_address, 0u);
+  EXPECT_EQ(server_->transport_stats().connections_refused, 0u) << StatsText();
+}
+
 // Half-open handshakes from three addresses (many ports each) and junk Initials: the address
 // limit sends the flooders to Retry, the load switches Retry on for everyone; the well-behaved
 // client answers its Retry and, validated, replaces one of its address's half-open handshakes.
