@@ -125,8 +125,12 @@ Status Track::Store(PublishedObject o, bool any_order) {
         return TrackErrorStatus(TrackError::kExists,
                                 "object " + std::to_string(o.location.object) + " already stored");
       }
-      // Below the group's End of Group (its last object) is fine; at or above it is not.
-      if (g.ended && !g.objects.empty() && o.location.object > g.objects.rbegin()->first) {
+      // Below the group's End of Group (its last object) is fine; at or above it is not. A
+      // group ended only by the track's End of Track (its last object a Normal one) still takes
+      // objects below the End of Track (checked above): its stream may arrive after the End of
+      // Track's, as a relay receives a PUBLISHed track's group streams in any order.
+      if (g.ended && !g.objects.empty() && o.location.object > g.objects.rbegin()->first &&
+          g.objects.rbegin()->second.status != ObjectStatus::kNormal) {
         return TrackErrorStatus(TrackError::kGroupEnded, "group ended");
       }
       if (o.status != ObjectStatus::kNormal && !g.objects.empty() &&

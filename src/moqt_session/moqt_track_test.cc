@@ -50,6 +50,28 @@ TEST(TrackTest, UpstreamTrackPropertiesBecomeTheDefaults) {
   EXPECT_EQ(u.options().track_properties.size(), 2u);
 }
 
+// A relay receives a track's group streams in any order: the End of Track (its own group) may
+// come before the rest of an earlier group, which is still stored; above a group's own End of
+// Group nothing is.
+TEST(TrackTest, RelayInsertionAfterTheEndOfTrackFillsEarlierGroups) {
+  Track t({{"ns"}, "t"}, {});
+  auto obj = [](uint64_t g, uint64_t o, ObjectStatus st = ObjectStatus::kNormal) {
+    PublishedObject p;
+    p.location = {g, o};
+    p.status = st;
+    if (st == ObjectStatus::kNormal) p.payload = std::make_shared<const Bytes>(B("x"));
+    return p;
+  };
+  ASSERT_TRUE(t.InsertObject(obj(0, 0)).ok());
+  ASSERT_TRUE(t.InsertObject(obj(1, 0)).ok());
+  ASSERT_TRUE(t.InsertObject(obj(2, 0, ObjectStatus::kEndOfTrack)).ok());
+  EXPECT_TRUE(t.InsertObject(obj(0, 1)).ok());
+  EXPECT_TRUE(t.InsertObject(obj(0, 2, ObjectStatus::kEndOfGroup)).ok());
+  EXPECT_TRUE(t.InsertObject(obj(1, 1)).ok());
+  EXPECT_TRUE(t.InsertObject(obj(0, 3)).Is(TrackError::kGroupEnded));
+  EXPECT_TRUE(t.InsertObject(obj(2, 1)).Is(TrackError::kTrackEnded));
+}
+
 TEST(TrackTest, GroupByGroupWithEndOfGroupAndEndOfTrack) {
   Track t({{"ns"}, "t"}, {});
   EXPECT_TRUE(t.AppendObject(B("x")).status().Is(TrackError::kNoOpenGroup));
