@@ -2,6 +2,7 @@
 #include "objcache/aggregated_exists_handler.h"
 
 #include <memory>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -22,16 +23,8 @@ using s3::Awaitable;
 using s3::ExtensionContext;
 
 Awaitable<void> AggregatedExistsHandler::Handle(ExtensionContext& ctx) {
-  auto body = co_await ctx.body.ReadAll(kMaxRequestJsonBytes);
-  if (!body.ok()) {
-    co_await BadRequest(ctx, body.status());
-    co_return;
-  }
-  auto parsed = ParseAggregateRequest(AsStringView(*body));
-  if (!parsed.ok()) {
-    co_await BadRequest(ctx, parsed.status());
-    co_return;
-  }
+  std::optional<AggregateRequest> parsed = co_await ReadAggregateRequest(ctx);
+  if (!parsed) co_return;
   if (parsed->shm) {
     co_await ctx.response.SendError(400, "InvalidRequest",
                                     "an existence query takes no shm_* (nothing is delivered)");

@@ -47,16 +47,8 @@ Awaitable<Status> AggregatedGetHandler::StartStream(ExtensionContext& ctx,
 }
 
 Awaitable<void> AggregatedGetHandler::Handle(ExtensionContext& ctx) {
-  auto body = co_await ctx.body.ReadAll(kMaxRequestJsonBytes);
-  if (!body.ok()) {
-    co_await BadRequest(ctx, body.status());
-    co_return;
-  }
-  auto parsed = ParseAggregateRequest(AsStringView(*body));
-  if (!parsed.ok()) {
-    co_await BadRequest(ctx, parsed.status());
-    co_return;
-  }
+  std::optional<AggregateRequest> parsed = co_await ReadAggregateRequest(ctx);
+  if (!parsed) co_return;
   auto req = std::make_shared<AggregateRequest>(std::move(*parsed));
   std::shared_ptr<ShmRegistration> reg;
   if (req->shm) {

@@ -8,6 +8,20 @@
 
 namespace kvcs::objcache {
 
+s3::Awaitable<std::optional<AggregateRequest>> ReadAggregateRequest(s3::ExtensionContext& ctx) {
+  auto body = co_await ctx.body.ReadAll(kMaxRequestJsonBytes);
+  if (!body.ok()) {
+    co_await BadRequest(ctx, body.status());
+    co_return std::nullopt;
+  }
+  auto parsed = ParseAggregateRequest(AsStringView(*body));
+  if (!parsed.ok()) {
+    co_await BadRequest(ctx, parsed.status());
+    co_return std::nullopt;
+  }
+  co_return std::move(*parsed);
+}
+
 s3::Awaitable<void> BadRequest(s3::ExtensionContext& ctx, const Status& s) {
   co_await ctx.response.SendError(400, "InvalidRequest", s.message());
 }
