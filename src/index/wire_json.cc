@@ -138,19 +138,22 @@ class WireJson::Parser {
       SkipSpace();
       KVCS_RETURN_IF_ERROR(Value(open, ko, ks));
       ++count;
-      SkipSpace();
-      if (p_ == end_) return Syntax();
-      if (*p_ == ',') {
-        ++p_;
-        continue;
-      }
-      if (*p_ != '}') return Syntax();
-      ++p_;
-      break;
+      KVCS_ASSIGN_OR_RETURN(bool more, NextOrClose('}'));
+      if (!more) break;
     }
     out_.nodes_[obj].size = count;
     Close(obj);
     return Status::Ok();
+  }
+
+  // After a container's element: ',' (another follows: true) or `close` (it ends: false).
+  Result<bool> NextOrClose(char close) {
+    SkipSpace();
+    if (p_ == end_) return Syntax();
+    const char c = *p_++;
+    if (c == ',') return true;
+    if (c != close) return Syntax();
+    return false;
   }
 
   Status Array(int open, uint32_t key_offset, uint32_t key_size) {
@@ -167,15 +170,8 @@ class WireJson::Parser {
       SkipSpace();
       KVCS_RETURN_IF_ERROR(Value(open, 0, 0));
       ++count;
-      SkipSpace();
-      if (p_ == end_) return Syntax();
-      if (*p_ == ',') {
-        ++p_;
-        continue;
-      }
-      if (*p_ != ']') return Syntax();
-      ++p_;
-      break;
+      KVCS_ASSIGN_OR_RETURN(bool more, NextOrClose(']'));
+      if (!more) break;
     }
     out_.nodes_[arr].size = count;
     Close(arr);
