@@ -105,6 +105,17 @@ class RecoveryTest : public ::testing::Test {
       ASSERT_TRUE(pub_->PublishLayer(l, test::LayerK(d_, l, 0, 3), test::LayerV(d_, l, 0, 3)).ok());
     }
   }
+  // Publishes every layer, then serves the primary link from relay_, a copy whose v object of
+  // layer 4, block 1 has one bit flipped (its Data no longer matches its Data Digest).
+  void ServeWithBlock1OfLayer4Corrupted() {
+    Produce(d_.layers);
+    Bytes bad = *store_.FindTrack({pub_->track_namespace(), "v.raw.s0"})->Find({4, 1})->payload;
+    bad.back() ^= 1;
+    ASSERT_TRUE(test::CopyTracks(store_, pub_->track_namespace(), kTracks, relay_,
+                                 {"v.raw.s0", {4, 1}, bad})
+                    .ok());
+    Serve(primary_, &relay_);
+  }
   void Serve(Link& link, moqt::TrackSource* source) {
     moqt::MoqtSessionConfig sc;
     sc.perspective = moqt::Perspective::kServer;
@@ -191,13 +202,7 @@ TEST_F(RecoveryTest, NothingToRecoverNeedsNoSource) {
 }
 
 TEST_F(RecoveryTest, CorruptObjectRecoveredFromAHolderVerifiedAgainstTheManifest) {
-  Produce(d_.layers);
-  Bytes bad = *store_.FindTrack({pub_->track_namespace(), "v.raw.s0"})->Find({4, 1})->payload;
-  bad.back() ^= 1;
-  ASSERT_TRUE(
-      test::CopyTracks(store_, pub_->track_namespace(), kTracks, relay_, {"v.raw.s0", {4, 1}, bad})
-          .ok());
-  Serve(primary_, &relay_);
+  ASSERT_NO_FATAL_FAILURE(ServeWithBlock1OfLayer4Corrupted());
   MemoryHolder empty(d_, "http holder empty"), h(d_, "http holder mem");
   h.held = {0, 1, 2};
   RecoveryOptions o = Options();
@@ -224,13 +229,7 @@ TEST_F(RecoveryTest, CorruptObjectRecoveredFromAHolderVerifiedAgainstTheManifest
 }
 
 TEST_F(RecoveryTest, WithDeliverVerifiedBlocksOnlyTheCorruptBlockIsAskedOfTheHolder) {
-  Produce(d_.layers);
-  Bytes bad = *store_.FindTrack({pub_->track_namespace(), "v.raw.s0"})->Find({4, 1})->payload;
-  bad.back() ^= 1;
-  ASSERT_TRUE(
-      test::CopyTracks(store_, pub_->track_namespace(), kTracks, relay_, {"v.raw.s0", {4, 1}, bad})
-          .ok());
-  Serve(primary_, &relay_);
+  ASSERT_NO_FATAL_FAILURE(ServeWithBlock1OfLayer4Corrupted());
   MemoryHolder h(d_, "http holder mem");
   h.held = {0, 1, 2};
   RecoveryOptions o = Options();

@@ -108,6 +108,20 @@ class RetrievalTest : public ::testing::Test {
     pair_.RunUntilIdle();
     return r.ok() ? std::move(*r) : nullptr;
   }
+  // Publishes every layer, then serves a copy of the publication from `hostile` whose v object
+  // of layer 4, block 1 has one bit flipped (its Data no longer matches its Data Digest).
+  void ServeWithBlock1OfLayer4Corrupted(moqt::TrackStore* hostile) {
+    Create(PubConfig());
+    PublishLayers(d_.layers);
+    auto genuine = store_.FindTrack({pub_->track_namespace(), "v.raw.s0"})->Find({4, 1});
+    Bytes bad = *genuine->payload;
+    bad.back() ^= 1;
+    ASSERT_TRUE(test::CopyTracks(store_, pub_->track_namespace(),
+                                 {"manifest", "k.raw.s0", "v.raw.s0"}, *hostile,
+                                 {"v.raw.s0", {4, 1}, bad})
+                    .ok());
+    Serve(hostile);
+  }
   void ExpectAllOnce(const Got& got, uint32_t segments = 1) {
     ASSERT_TRUE(got.report.has_value());
     EXPECT_TRUE(got.report->all_from_moqt()) << got.report->recompute_count();
@@ -257,17 +271,8 @@ TEST_F(RetrievalTest, UnsignedManifestRefusedWhenSignaturesRequired) {
 }
 
 TEST_F(RetrievalTest, CorruptObjectFromThePeerIsReportedForRecompute) {
-  Create(PubConfig());
-  PublishLayers(d_.layers);
-  auto genuine = store_.FindTrack({pub_->track_namespace(), "v.raw.s0"})->Find({4, 1});
-  Bytes bad = *genuine->payload;
-  bad.back() ^= 1;  // Data no longer matches the Data Digest
   moqt::TrackStore hostile;
-  ASSERT_TRUE(test::CopyTracks(store_, pub_->track_namespace(),
-                               {"manifest", "k.raw.s0", "v.raw.s0"}, hostile,
-                               {"v.raw.s0", {4, 1}, bad})
-                  .ok());
-  Serve(&hostile);
+  ASSERT_NO_FATAL_FAILURE(ServeWithBlock1OfLayer4Corrupted(&hostile));
   Got got;
   auto r = Start(Options(RetrievalMode::kLive, tokens_), &got);
   ASSERT_TRUE(got.report.has_value());
@@ -281,17 +286,8 @@ TEST_F(RetrievalTest, CorruptObjectFromThePeerIsReportedForRecompute) {
 }
 
 TEST_F(RetrievalTest, CorruptObjectCostsOnlyItsBlockWithDeliverVerifiedBlocks) {
-  Create(PubConfig());
-  PublishLayers(d_.layers);
-  auto genuine = store_.FindTrack({pub_->track_namespace(), "v.raw.s0"})->Find({4, 1});
-  Bytes bad = *genuine->payload;
-  bad.back() ^= 1;
   moqt::TrackStore hostile;
-  ASSERT_TRUE(test::CopyTracks(store_, pub_->track_namespace(),
-                               {"manifest", "k.raw.s0", "v.raw.s0"}, hostile,
-                               {"v.raw.s0", {4, 1}, bad})
-                  .ok());
-  Serve(&hostile);
+  ASSERT_NO_FATAL_FAILURE(ServeWithBlock1OfLayer4Corrupted(&hostile));
   Got got;
   RetrievalOptions o = Options(RetrievalMode::kLive, tokens_);
   o.deliver_verified_blocks = true;
