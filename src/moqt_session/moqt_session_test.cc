@@ -5,6 +5,7 @@
 
 #include <gtest/gtest.h>
 
+#include <functional>
 #include <map>
 #include <set>
 
@@ -1230,6 +1231,33 @@ TEST(MoqtHardeningTest, PartlyReceivedObjectsOfResetStreamsDoNotLeakTheReassembl
   EXPECT_FALSE(p.client->closed());
 }
 
+// Subscribes `sub` through `p` and sends group 0: object 0, 10 000 payload bytes in two writes
+// (two chunks: reassembled), `between` running after the first; then object 1, "hello", in the
+// same write as its header (one chunk). Object 0's payload goes to *payload.
+void DeliverAReassembledAndAOneChunkObject(RawPublisher& p, std::shared_ptr<SubscribeVisitor> sub,
+                                           Bytes* payload,
+                                           const std::function<void()>& between = {}) {
+  ASSERT_TRUE(p.client->Subscribe({{"a"}, "b"}, {}, sub).ok());
+  p.pair.RunUntilIdle();
+  SubscribeOk ok;
+  ok.track_alias = 4;
+  p.Send(0, ok);
+  p.pair.RunUntilIdle();
+  payload->assign(10000, 0);
+  for (size_t i = 0; i < payload->size(); ++i) (*payload)[i] = static_cast<uint8_t>(i * 7);
+  Bytes b = {0x14, 0x04, 0x00, 0x00, 0x80, 0x00};
+  AppendVarint(&b, payload->size());
+  b.insert(b.end(), payload->begin(), payload->begin() + 3000);
+  transport::Stream* d = p.pair.server().OpenOutgoingUnidirectionalStream();
+  ASSERT_TRUE(d->Write(b, false).ok());
+  p.pair.RunUntilIdle();
+  if (between) between();
+  Bytes rest(payload->begin() + 3000, payload->end());
+  rest.insert(rest.end(), {0x00, 0x05, 'h', 'e', 'l', 'l', 'o'});
+  ASSERT_TRUE(d->Write(rest, false).ok());
+  p.pair.RunUntilIdle();
+}
+
 // A payload gathered from several transport chunks is handed to the visitor in the session's
 // reassembly buffer (ReceivedObject::payload_buffer), which the visitor may keep without a copy
 // (a relay's Track does); one that arrived in one chunk points into the transport's bytes and
@@ -1247,27 +1275,9 @@ TEST(MoqtReassemblyTest, AReassembledPayloadIsHandedOnInItsOwnBuffer) {
   };
   RawPublisher p;
   auto sub = std::make_shared<Keeper>();
-  ASSERT_TRUE(p.client->Subscribe({{"a"}, "b"}, {}, sub).ok());
-  p.pair.RunUntilIdle();
-  SubscribeOk ok;
-  ok.track_alias = 4;
-  p.Send(0, ok);
-  p.pair.RunUntilIdle();
-  // Group 0, object 0: 10 000 payload bytes in two writes (two chunks), then object 1: 5 bytes
-  // in the same write as its header (one chunk).
-  Bytes payload(10000);
-  for (size_t i = 0; i < payload.size(); ++i) payload[i] = static_cast<uint8_t>(i * 7);
-  Bytes b = {0x14, 0x04, 0x00, 0x00, 0x80, 0x00};
-  AppendVarint(&b, payload.size());
-  b.insert(b.end(), payload.begin(), payload.begin() + 3000);
-  transport::Stream* d = p.pair.server().OpenOutgoingUnidirectionalStream();
-  ASSERT_TRUE(d->Write(b, false).ok());
-  p.pair.RunUntilIdle();
-  EXPECT_TRUE(sub->buffers.empty());
-  Bytes rest(payload.begin() + 3000, payload.end());
-  rest.insert(rest.end(), {0x00, 0x05, 'h', 'e', 'l', 'l', 'o'});
-  ASSERT_TRUE(d->Write(rest, false).ok());
-  p.pair.RunUntilIdle();
+  Bytes payload;
+  ASSERT_NO_FATAL_FAILURE(DeliverAReassembledAndAOneChunkObject(
+      p, sub, &payload, [&] { EXPECT_TRUE(sub->buffers.empty()); }));
   ASSERT_EQ(sub->buffers.size(), 2u);
   ASSERT_TRUE(sub->buffers[0]);
   EXPECT_EQ(*sub->buffers[0], payload);
@@ -1300,25 +1310,8 @@ TEST(MoqtReassemblyTest, TakePayloadMovesAnUnsharedReassemblyBufferOutAndCopiesO
     RawPublisher p;
     auto sub = std::make_shared<Taker>();
     sub->share_first = share_first;
-    ASSERT_TRUE(p.client->Subscribe({{"a"}, "b"}, {}, sub).ok());
-    p.pair.RunUntilIdle();
-    SubscribeOk ok;
-    ok.track_alias = 4;
-    p.Send(0, ok);
-    p.pair.RunUntilIdle();
-    // Object 0: 10 000 payload bytes in two writes (reassembled); object 1: 5 bytes in one.
-    Bytes payload(10000);
-    for (size_t i = 0; i < payload.size(); ++i) payload[i] = static_cast<uint8_t>(i * 7);
-    Bytes b = {0x14, 0x04, 0x00, 0x00, 0x80, 0x00};
-    AppendVarint(&b, payload.size());
-    b.insert(b.end(), payload.begin(), payload.begin() + 3000);
-    transport::Stream* d = p.pair.server().OpenOutgoingUnidirectionalStream();
-    ASSERT_TRUE(d->Write(b, false).ok());
-    p.pair.RunUntilIdle();
-    Bytes rest(payload.begin() + 3000, payload.end());
-    rest.insert(rest.end(), {0x00, 0x05, 'h', 'e', 'l', 'l', 'o'});
-    ASSERT_TRUE(d->Write(rest, false).ok());
-    p.pair.RunUntilIdle();
+    Bytes payload;
+    ASSERT_NO_FATAL_FAILURE(DeliverAReassembledAndAOneChunkObject(p, sub, &payload));
     ASSERT_EQ(sub->taken.size(), 2u);
     EXPECT_EQ(sub->taken[0], payload);
     EXPECT_EQ(sub->taken[1], B("hello"));
