@@ -9,6 +9,7 @@
 #include "cli/cli_util.h"
 #include "cli/command.h"
 #include "cli/keyring_file.h"
+#include "common/allocator_policy.h"
 #include "common/log.h"
 #include "http/server.h"
 #include "index/embedded_store.h"
@@ -58,6 +59,7 @@ Result<index::RedisOptions> ParseRedis(const std::string& text, const std::strin
 }
 
 int Run(const IndexFlags& f) {
+  UseServerAllocatorPolicy();  // RSS stays flat under sustained load
   const std::string cmd = "index";
   InitLogging();
   auto listen = ParseListen(f.listen);

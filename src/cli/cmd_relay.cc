@@ -12,6 +12,7 @@
 #include "cli/command.h"
 #include "cli/dev_cert.h"
 #include "cli/keyring_file.h"
+#include "common/allocator_policy.h"
 #include "common/strings.h"
 #include "relay/relay_server.h"
 
@@ -120,6 +121,7 @@ Status ApplyConfig(CLI::App* cmd, RelayFlags* f) {
 }
 
 int Run(CLI::App* cmd, RelayFlags f) {
+  UseServerAllocatorPolicy();  // RSS stays flat under sustained load
   if (!f.config.empty()) {
     Status st = ApplyConfig(cmd, &f);
     if (!st.ok()) return Fail(kCmd, st.message(), "see kvcs relay --help for the members");

@@ -15,6 +15,7 @@
 #include "cli/command.h"
 #include "cli/index_options.h"
 #include "cli/store_registration.h"
+#include "common/allocator_policy.h"
 #include "common/crypto.h"
 #include "common/hex.h"
 #include "common/log.h"
@@ -197,6 +198,7 @@ int Sweep(const StoreFlags& f, store::ObjectStore* backend) {
 }
 
 int Run(const StoreFlags& f) {
+  UseServerAllocatorPolicy();  // RSS stays flat under sustained load
   const std::string cmd = "store";
   s3::ServerConfig config;
   auto listen = ParseListen(f.listen);

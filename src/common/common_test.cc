@@ -1,5 +1,11 @@
 #include <gtest/gtest.h>
 
+#if defined(__GLIBC__)
+#include <malloc.h>
+#endif
+#include <cstdlib>
+
+#include "common/allocator_policy.h"
 #include "common/base64.h"
 #include "common/bytes.h"
 #include "common/crypto.h"
@@ -10,6 +16,23 @@
 
 namespace kvcs {
 namespace {
+
+#if defined(__GLIBC__)
+// After a large block is freed, glibc would raise its mmap threshold to that block's size and
+// carve the next large buffer from an arena; under the server policy it still gets a mapping.
+TEST(AllocatorPolicy, LargeBuffersStayMappedAfterALargerOneIsFreed) {
+  UseServerAllocatorPolicy();
+  void* big = std::malloc(4 << 20);
+  ASSERT_NE(big, nullptr);
+  std::free(big);
+  size_t mapped_before = mallinfo2().hblks;
+  void* buf = std::malloc(2 * kServerMmapThresholdBytes);
+  ASSERT_NE(buf, nullptr);
+  EXPECT_EQ(mallinfo2().hblks, mapped_before + 1);
+  std::free(buf);
+  EXPECT_EQ(mallinfo2().hblks, mapped_before);
+}
+#endif
 
 TEST(Hex, RoundTripAndErrors) {
   Bytes b = {0x00, 0x7f, 0xab, 0xff};
