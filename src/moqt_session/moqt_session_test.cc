@@ -938,6 +938,15 @@ struct RawPublisher {
   void Send(transport::StreamId id, const ControlMessage& m, bool fin = false) {
     ASSERT_TRUE(pair.server().GetStreamById(id)->Write(*SerializeControlMessage(m), fin).ok());
   }
+  // The client subscribes a/b for `sub` and this publisher accepts it with track alias 4.
+  void SubscribeAccepted(std::shared_ptr<SubscribeVisitor> sub) {
+    ASSERT_TRUE(client->Subscribe({{"a"}, "b"}, {}, std::move(sub)).ok());
+    pair.RunUntilIdle();
+    SubscribeOk ok;
+    ok.track_alias = 4;
+    Send(0, ok);
+    pair.RunUntilIdle();
+  }
   uint64_t now = 0;
   InMemorySessionPair pair;
   RawClient raw;
@@ -1195,12 +1204,7 @@ TEST(MoqtHardeningTest, UpdateFloodFromAPeerThatNeverReadsIsBackPressured) {
 TEST(MoqtHardeningTest, PartlyReceivedObjectsOfResetStreamsDoNotLeakTheReassemblyBudget) {
   RawPublisher p;
   auto sub = std::make_shared<Sub>();
-  ASSERT_TRUE(p.client->Subscribe({{"a"}, "b"}, {}, sub).ok());
-  p.pair.RunUntilIdle();
-  SubscribeOk ok;
-  ok.track_alias = 4;
-  p.Send(0, ok);
-  p.pair.RunUntilIdle();
+  ASSERT_NO_FATAL_FAILURE(p.SubscribeAccepted(sub));
   // Subgroup streams for groups 0..9, each with object 0 announcing 10 000 payload bytes of
   // which 3 000 arrive before the publisher resets the stream (e.g. a delivery timeout).
   for (uint8_t g = 0; g < 10; ++g) {
@@ -1237,12 +1241,7 @@ TEST(MoqtHardeningTest, PartlyReceivedObjectsOfResetStreamsDoNotLeakTheReassembl
 void DeliverAReassembledAndAOneChunkObject(RawPublisher& p, std::shared_ptr<SubscribeVisitor> sub,
                                            Bytes* payload,
                                            const std::function<void()>& between = {}) {
-  ASSERT_TRUE(p.client->Subscribe({{"a"}, "b"}, {}, sub).ok());
-  p.pair.RunUntilIdle();
-  SubscribeOk ok;
-  ok.track_alias = 4;
-  p.Send(0, ok);
-  p.pair.RunUntilIdle();
+  ASSERT_NO_FATAL_FAILURE(p.SubscribeAccepted(sub));
   payload->assign(10000, 0);
   for (size_t i = 0; i < payload->size(); ++i) (*payload)[i] = static_cast<uint8_t>(i * 7);
   Bytes b = {0x14, 0x04, 0x00, 0x00, 0x80, 0x00};
