@@ -32,6 +32,7 @@ ConnectionAdmission::Decision ConnectionAdmission::Admit(std::string_view addres
     }
     auto it = connections_.find(*victim);
     ++(it->second.state == State::kIdle ? metrics_.evicted_idle : metrics_.evicted_head_pending);
+    ++addresses_[it->second.address].unproductive;
     d.evict.push_back(*victim);
     Forget(it);
   }
@@ -86,9 +87,11 @@ ConnectionAdmission::HeadVerdict ConnectionAdmission::HeadArrived(ConnectionId i
   return HeadVerdict::kServe;
 }
 
-void ConnectionAdmission::NoteHeadDeadline() {
+void ConnectionAdmission::NoteHeadDeadline(ConnectionId id) {
   std::lock_guard<std::mutex> l(mu_);
   ++metrics_.head_deadline_closes;
+  auto it = connections_.find(id);
+  if (it != connections_.end()) ++addresses_[it->second.address].unproductive;
 }
 
 size_t ConnectionAdmission::Release(ConnectionId id) {
@@ -133,28 +136,31 @@ std::optional<ConnectionAdmission::ConnectionId> ConnectionAdmission::Victim(
     return idle_.begin()->second;
   }
   // Only young connections are left (head-pending within the grace, idle within the minimum
-  // age): they go from the address holding the most of them (ties: the oldest), and only for a
-  // newcomer whose own address holds fewer (else its own address's), so one address reopening
-  // its connections fast evicts neither another's newcomers nor its pool between two requests,
-  // only its own; head-pending first.
+  // age): they go from the address with the worst record (the most connections closed
+  // unproductive, then the most young connections, then the oldest), and the newcomer's own
+  // address's when its record is as bad, so one address reopening its connections fast evicts
+  // neither another's newcomers, nor its pool between two requests, nor the connections of a
+  // client whose heads the server has not read yet; it churns its own. Head-pending first.
   auto waiting = [](const PerAddress& a) { return a.pending.size() + a.idle.size(); };
   auto oldest = [](const PerAddress& a) {
     uint64_t p = a.pending.empty() ? UINT64_MAX : a.pending.begin()->first;
     uint64_t i = a.idle.empty() ? UINT64_MAX : a.idle.begin()->first;
     return std::min(p, i);
   };
+  auto record = [&](const PerAddress& a) { return std::make_pair(a.unproductive, waiting(a)); };
   const PerAddress* most = nullptr;
   for (const auto& [address, a] : addresses_) {
     if (waiting(a) == 0) continue;
-    if (!most || waiting(a) > waiting(*most) ||
-        (waiting(a) == waiting(*most) && oldest(a) < oldest(*most))) {
+    if (!most || record(a) > record(*most) ||
+        (record(a) == record(*most) && oldest(a) < oldest(*most))) {
       most = &a;
     }
   }
   if (!most) return std::nullopt;
-  // A newcomer whose own address holds as many churns its own.
   auto own = addresses_.find(newcomer);
-  if (own != addresses_.end() && waiting(own->second) >= waiting(*most)) most = &own->second;
+  if (own != addresses_.end() && waiting(own->second) > 0 && record(own->second) >= record(*most)) {
+    most = &own->second;
+  }
   return (most->pending.empty() ? most->idle : most->pending).begin()->second;
 }
 

@@ -10,11 +10,14 @@
 //   busy          serving a request.
 // At the total cap a newcomer evicts, in this order: the oldest head-pending connection pending
 // longer than limits.eviction_grace; the oldest idle one idle longer than limits.min_idle_age;
-// else one of the young ones (head-pending or idle) of the address holding the most of them,
-// head-pending first, oldest first, when that address holds more than the newcomer's (else the
-// newcomer's own address's). Only when every connection is busy is it refused. So a hog
-// reopening its connections fast evicts neither a well-behaved keep-alive connection between
-// two requests nor a well-behaved newcomer; it only churns its own. See docs/protocols/http.md.
+// else one of the young ones (head-pending or idle) of the address with the worst record: the
+// most of its connections closed unproductive (evicted, or past the head deadline) while it held
+// connections, then the most young ones; head-pending first, oldest first; the newcomer's own
+// address's when its record is as bad. Only when every connection is busy is it refused. So a
+// hog reopening its connections fast evicts neither a well-behaved keep-alive connection between
+// two requests nor a well-behaved newcomer, nor a well-behaved client's connection whose head
+// the server has not read yet, even when that client has as many young connections as one of
+// the hog's addresses; it only churns its own. See docs/protocols/http.md.
 // Thread-safe.
 #ifndef KVCS_HTTP_ADMISSION_H_
 #define KVCS_HTTP_ADMISSION_H_
@@ -74,8 +77,8 @@ class ConnectionAdmission {
   // A request head arrived: kServe makes the connection busy until its next AwaitHead or its
   // Release; kRefusedAddressRequests: answer 503 and close; kGone: evicted, close.
   HeadVerdict HeadArrived(ConnectionId id);
-  // The head deadline passed (counted only).
-  void NoteHeadDeadline();
+  // The head deadline of `id` passed: counted, and against its address's record.
+  void NoteHeadDeadline(ConnectionId id);
   // The connection ended. Returns the number of connections still admitted.
   size_t Release(ConnectionId id);
   // Refuses every later admission and AwaitHead; returns the connections waiting for a head
@@ -100,6 +103,9 @@ class ConnectionAdmission {
   struct PerAddress {
     size_t connections = 0;
     size_t busy = 0;
+    // Its connections closed unproductive (evicted at the cap, or past the head deadline)
+    // since it last held none: the record that picks whose young connections go first.
+    uint64_t unproductive = 0;
     std::map<uint64_t, ConnectionId> pending;  // its head-pending connections, oldest first
     std::map<uint64_t, ConnectionId> idle;     // its idle connections, oldest first
   };

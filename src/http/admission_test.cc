@@ -126,6 +126,48 @@ TEST(ConnectionAdmission, RecentlyIdleConnectionsAreSparedForAHogsNewcomers) {
   EXPECT_EQ(a.metrics().refused_full, 0u);
 }
 
+TEST(ConnectionAdmission, AClientWithAsManyYoungConnectionsAsAnEvictedHogKeepsThem) {
+  // A well-behaved client opening a connection per request holds young head-pending connections
+  // (heads sent, not yet read by a busy server); a hog's address holds as many. The newcomer of
+  // the well-behaved address evicts the hog's (its record: connections evicted), not its own.
+  Limits l = Small();
+  l.max_connections_per_address = 4;
+  ConnectionAdmission a(l);
+  std::vector<ConnectionAdmission::ConnectionId> hog, good;
+  for (int i = 0; i < 4; ++i) hog.push_back(a.Admit("hog", T0).id);
+  auto at = [](int ms) { return T0 + milliseconds(ms); };
+  for (int i = 0; i < 3; ++i) {
+    auto d = a.Admit("good", at(10 * (i + 1)));
+    ASSERT_EQ(d.verdict, Verdict::kAdmitted);
+    EXPECT_EQ(d.evict, std::vector<ConnectionAdmission::ConnectionId>{hog[i]}) << i;
+    good.push_back(d.id);
+  }
+  // "good" holds 3 young connections, "hog" 1: the hog's newcomer churns its own.
+  auto h = a.Admit("hog", at(40));
+  EXPECT_EQ(h.evict, std::vector<ConnectionAdmission::ConnectionId>{hog[3]});
+  for (auto id : good) EXPECT_TRUE(a.Live(id));
+  EXPECT_EQ(a.metrics().evicted_head_pending, 4u);
+}
+
+TEST(ConnectionAdmission, HeadDeadlinesCountAgainstTheAddress) {
+  Limits l = Small();
+  l.max_connections_per_address = 4;
+  ConnectionAdmission a(l);
+  auto slow = a.Admit("slow", T0).id;
+  auto slow2 = a.Admit("slow", T0).id;
+  auto g1 = a.Admit("good", T0).id;
+  a.Admit("good", T0);
+  ASSERT_TRUE(a.AwaitHead(slow, T0));
+  a.NoteHeadDeadline(slow);
+  a.Release(slow);
+  a.Admit("good", T0);
+  // "good" holds three young connections, "slow" one and one closed past its head deadline.
+  auto d = a.Admit("good", T0 + milliseconds(10));
+  EXPECT_EQ(d.evict, std::vector<ConnectionAdmission::ConnectionId>{slow2});
+  EXPECT_TRUE(a.Live(g1));
+  EXPECT_EQ(a.metrics().head_deadline_closes, 1u);
+}
+
 TEST(ConnectionAdmission, MinIdleAgeIsConfigurable) {
   Limits l = Small();
   l.min_idle_age = milliseconds(0);  // the old order: any idle connection before young heads

@@ -381,7 +381,7 @@ Awaitable<bool> Server::Impl::ServeOne(Stream& stream, ReceiveBuffer& rb, Connec
   Lowest(stream).expires_after(*head_deadline);
   co_await bhttp::async_read_header(stream, buf, parser,
                                     asio::redirect_error(asio::use_awaitable, ec));
-  if (ec == beast::error::timeout) admission.NoteHeadDeadline();
+  if (ec == beast::error::timeout) admission.NoteHeadDeadline(id);
   if (ec) {
     if (ec != bhttp::error::end_of_stream && ec != asio::error::eof &&
         ec != beast::error::timeout && ec != asio::error::operation_aborted) {
