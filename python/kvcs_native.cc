@@ -3,7 +3,8 @@
 // tensors through Tensor.numpy(), which shares their memory): C-contiguous, writable for loads,
 // of the descriptor's dtype; nothing is copied on the way in. The GIL is released around every
 // call that waits or copies. A load keeps its buffers alive until it is closed. Errors raise
-// KvcsError(status_name, message).
+// KvcsError(status_name, message), except a load's outcome: wait_layer lists the failed blocks
+// and finish returns (status_name, message).
 #include <kvcs/kvcs.h>
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
@@ -94,7 +95,9 @@ class Load {
       : h_(h), held_(std::move(held)), n_blocks_(n_blocks) {}
   ~Load() { Close(); }
   // Failed block indices of the layer ([] = all in place); raises on cancel and misuse.
-  std::vector<uint32_t> WaitLayer(uint32_t layer) {
+  std::vector<uint32_t> WaitLayer(uint32_t layer) { return std::get<0>(WaitLayerDetail(layer)); }
+  // (failed block indices, why they failed: kvcs_last_error, "" when none failed).
+  std::tuple<std::vector<uint32_t>, std::string> WaitLayerDetail(uint32_t layer) {
     Live();
     std::vector<uint32_t> failed(n_blocks_);
     size_t n = 0;
@@ -105,9 +108,10 @@ class Load {
     }
     if (s != KVCS_OK && s != KVCS_ERR_BLOCKS_FAILED && s != KVCS_ERR_TRANSPORT) Raise(s);
     failed.resize(n);
-    return failed;
+    return {failed, s == KVCS_OK ? std::string() : std::string(kvcs_last_error())};
   }
-  // Where each block of the layer came from: "store", "relay" or "recompute" (waits for it).
+  // Where each block of the layer came from: "store", "relay", "holder" or "recompute" (waits
+  // for it).
   std::vector<std::string> BlockSources(uint32_t layer) {
     Live();
     std::vector<uint8_t> src(n_blocks_);
@@ -120,9 +124,10 @@ class Load {
     if (s != KVCS_OK) Raise(s);
     std::vector<std::string> out;
     for (size_t i = 0; i < n && i < src.size(); ++i) {
-      out.push_back(src[i] == KVCS_SOURCE_STORE   ? "store"
-                    : src[i] == KVCS_SOURCE_RELAY ? "relay"
-                                                  : "recompute");
+      out.push_back(src[i] == KVCS_SOURCE_STORE    ? "store"
+                    : src[i] == KVCS_SOURCE_RELAY  ? "relay"
+                    : src[i] == KVCS_SOURCE_HOLDER ? "holder"
+                                                   : "recompute");
     }
     return out;
   }
@@ -131,8 +136,9 @@ class Load {
     py::gil_scoped_release nogil;
     kvcs_load_cancel(h_);
   }
-  // The load's overall status name ("KVCS_OK", "KVCS_ERR_BLOCKS_FAILED", ...).
-  std::string Finish() {
+  // (the load's overall status name: "KVCS_OK", "KVCS_ERR_BLOCKS_FAILED"..., its message: ""
+  // when OK, else the first failure's). Raises only on misuse (finished twice, closed).
+  std::tuple<std::string, std::string> Finish() {
     Live();
     int s;
     {
@@ -140,7 +146,7 @@ class Load {
       s = kvcs_load_finish(h_);
     }
     if (s == KVCS_ERR_FINISHED || s == KVCS_ERR_INVALID_ARGUMENT) Raise(s);
-    return kvcs_status_name(s);
+    return {kvcs_status_name(s), s == KVCS_OK ? std::string() : std::string(kvcs_last_error())};
   }
   void Close() {
     if (!h_) return;
@@ -209,7 +215,7 @@ class Client {
          std::optional<std::string> index_url, std::optional<std::string> producer_key_pem,
          uint64_t shm_buffer_bytes, uint64_t compute_us_per_layer, uint64_t stall_target_us,
          std::optional<std::string> relay_ca_file, bool relay_insecure,
-         std::optional<std::string> index_token) {
+         std::optional<std::string> index_token, uint64_t recompute_ns_per_token_layer) {
     auto str = [&](const char* k, const char* dflt) -> std::string {
       if (!descriptor.contains(k)) {
         if (dflt) return dflt;
@@ -251,6 +257,7 @@ class Client {
     c.shm_buffer_bytes = shm_buffer_bytes;
     c.compute_us_per_layer = compute_us_per_layer;
     c.stall_target_us = stall_target_us;
+    c.recompute_ns_per_token_layer = recompute_ns_per_token_layer;
     c.relay_url = relay_url ? relay_url->c_str() : nullptr;
     c.index_url = index_url ? index_url->c_str() : nullptr;
     c.index_token = index_token ? index_token->c_str() : nullptr;
@@ -364,10 +371,13 @@ PYBIND11_MODULE(_kvcs_native, m) {
   py::class_<Load>(m, "Load")
       .def("wait_layer", &Load::WaitLayer, py::arg("layer"),
            "Blocks until the layer is in place; returns the failed block indices ([] = all).")
+      .def("wait_layer_detail", &Load::WaitLayerDetail, py::arg("layer"),
+           "wait_layer, also saying why: (failed block indices, message; '' when none failed).")
       .def("block_sources", &Load::BlockSources, py::arg("layer"),
-           "Where each block of the layer came from: 'store', 'relay' or 'recompute'.")
+           "Where each block of the layer came from: 'store', 'relay', 'holder' or 'recompute'.")
       .def("cancel", &Load::Cancel)
-      .def("finish", &Load::Finish, "Waits for the loader; returns the overall status name.")
+      .def("finish", &Load::Finish,
+           "Waits for the loader; returns (overall status name, message: '' when KVCS_OK).")
       .def("close", &Load::Close);
   py::class_<Save>(m, "Save")
       .def("save_layer", &Save::SaveLayer, py::arg("layer"), py::arg("k"), py::arg("v"))
@@ -378,7 +388,8 @@ PYBIND11_MODULE(_kvcs_native, m) {
                     const py::dict&, const std::string&, std::optional<py::bytes>,
                     std::optional<std::string>, bool, std::optional<std::string>,
                     std::optional<std::string>, std::optional<std::string>, uint64_t, uint64_t,
-                    uint64_t, std::optional<std::string>, bool, std::optional<std::string>>(),
+                    uint64_t, std::optional<std::string>, bool, std::optional<std::string>,
+                    uint64_t>(),
            py::arg("store_url"), py::arg("access_key"), py::arg("secret_key"),
            py::arg("descriptor"), py::arg("bucket") = "kvcache", py::arg("scope_key") = py::none(),
            py::arg("shm_socket") = py::none(), py::arg("create_bucket") = false,
@@ -386,7 +397,7 @@ PYBIND11_MODULE(_kvcs_native, m) {
            py::arg("producer_key_pem") = py::none(), py::arg("shm_buffer_bytes") = 0,
            py::arg("compute_us_per_layer") = 0, py::arg("stall_target_us") = 0,
            py::arg("relay_ca_file") = py::none(), py::arg("relay_insecure") = false,
-           py::arg("index_token") = py::none())
+           py::arg("index_token") = py::none(), py::arg("recompute_ns_per_token_layer") = 0)
       .def_property_readonly("layers", &Client::layers)
       .def_property_readonly("block_tokens", &Client::block_tokens)
       .def_property_readonly("kv_dtype", &Client::kv_dtype)

@@ -21,7 +21,13 @@ Two legs, each printing every path beside the local-memory baseline of the same 
    (the same KV in local DRAM, pipelined the same way). Paths (--paths): store over HTTP (http),
    same host, the store's shared buffer (shm), and MOQT through a `kvcs relay` this program
    starts: "MOQT relay" (moqt) is a client with its own session that discovers the publication
-   at the relay and subscribes (live); "MOQT relay, fetch" (moqt-fetch) is the producer's own
+   at the relay and subscribes (live), bounded by the engine's recompute cost
+   (recompute_ns_per_token_layer: recomputing the prefix on the modeled H100, per token and
+   layer; the load's deadline is max(1 s, N*B*L*c), past it blocks fail and are recomputed, that
+   recompute modeled and added to the TTFT, the "recomp" column); "MOQT unpriced"
+   (moqt-unpriced) is the same load without a cost (deadline 2 s + its bytes at 10 MB/s: every
+   block delivered and verified; --unpriced-repeats runs it fewer times); "MOQT relay, fetch"
+   (moqt-fetch) is the producer's own
    client, whose link knows the publication ended and FETCHes it after the first manifest.
    Added TTFT = TTFT(path) - TTFT(local); the lookups are printed apart. Columns: layer0 / last
    = when wait_layer(0) / wait_layer(last) returned (the last layer's arrival, or the end of
@@ -57,7 +63,8 @@ those layers' compute). The 64K MOQT row at all 32 layers (8 GiB at the relay), 
 usage: PYTHONPATH=python:build/release/python /usr/bin/python3 bench/engine/ttft_bench.py \\
            build/release/src/cli/kvcs [--contexts 4096,65536] [--layers-64k N] [--full]
            [--repeats R] [--tiny-prompt T] [--skip-tiny] [--skip-modeled]
-           [--paths local,http,shm,moqt,moqt-fetch] [--moqt-live-any-size] [--json FILE]
+           [--paths local,http,shm,moqt,moqt-unpriced,moqt-fetch] [--unpriced-repeats N]
+           [--moqt-live-any-size] [--json FILE]
 """
 import argparse
 import ctypes
@@ -86,6 +93,12 @@ BF16 = 2
 def h100_layer_seconds(context, new):
     flops = new * (2 * WEIGHTS_PER_LAYER + 4 * D_MODEL * (context + new / 2))
     return flops / (H100_PEAK_FLOPS * UTILIZATION)
+
+
+def h100_recompute_ns_per_token_layer(context):
+    """What recomputing a context-token prefix costs per token and layer on the modeled H100 (the
+    prefix's prefill: new = context, attending over itself): the MOQT loads' recompute cost."""
+    return h100_layer_seconds(0, context) / context * 1e9
 
 
 def descriptor(layers, model="meta-llama/Llama-3.1-8B"):
@@ -131,31 +144,40 @@ def local_leg(src, dst, layers, c):
     t.start()
     ttft, first, last = pipelined(lambda l: ready[l].wait(), layers, c)
     t.join()
-    return ttft, first, last, time.perf_counter() - t0
+    return ttft, first, last, time.perf_counter() - t0, 0
 
 
-def kvcs_leg(client, tokens, ids, dst, layout, layers, c):
+def kvcs_leg(client, tokens, ids, dst, layout, layers, c, recompute_ns=0):
+    """One load. recompute_ns > 0 (the client's recompute_ns_per_token_layer): the load is bounded
+    by that cost and blocks may fail; the engine then recomputes the prompt from the first failed
+    block, modeled as those tokens through every layer at recompute_ns, added to the TTFT.
+    Returns (ttft, layer 0, last layer, load, blocks recomputed)."""
     t0 = time.perf_counter()
     ld = client.load(tokens, 0, ids, dst, layout)
 
     ready = []
+    first_failed = [len(ids)]
 
     def wait(l):
         failed = ld.wait_layer(l)
-        if failed:
+        if failed and not recompute_ns:
             raise RuntimeError("layer %d: %d blocks failed at %.1f s (layer 0 ready at %s)"
                                % (l, len(failed), time.perf_counter() - t0,
                                   "%.1f ms" % (ready[0] * 1e3) if ready else "-"))
+        if failed:
+            first_failed[0] = min(first_failed[0], failed[0])
         ready.append(time.perf_counter() - t0)
 
     try:
         ttft, first, last = pipelined(wait, layers, c)
     finally:
-        status = ld.finish()
+        status, why = ld.finish()
         ld.close()
-    if status != "KVCS_OK":
-        raise RuntimeError("load: " + status)
-    return ttft, first, last, time.perf_counter() - t0
+    if status != "KVCS_OK" and not (recompute_ns and status == "KVCS_ERR_BLOCKS_FAILED"):
+        raise RuntimeError("load: %s: %s" % (status, why))
+    recomputed = len(ids) - first_failed[0]
+    ttft += recomputed * B * layers * recompute_ns / 1e9
+    return ttft, first, last, time.perf_counter() - t0, recomputed
 
 
 def save_all(client, tokens, ids, layout, layer_kv, layers, before_layer=None):
@@ -258,9 +280,10 @@ VERIFIER_BOUND = 1 << 30
 LEAN_BYTES = 2 << 30
 
 
-def modeled(store, relay, metrics, context, layers, repeats, want, force_live):
+def modeled(store, relay, metrics, context, layers, repeats, want, force_live, unpriced_repeats):
     new = context // 8
     c = h100_layer_seconds(context, new)
+    recompute_ns = h100_recompute_ns_per_token_layer(context)
     blocks = context // B
     layer_bytes = 2 * blocks * B * KV_HEADS * HEAD_DIM * BF16  # K + V of one layer
     total = layers * layer_bytes
@@ -283,7 +306,7 @@ def modeled(store, relay, metrics, context, layers, repeats, want, force_live):
     # The layout only reads the strides: a one-block array of the destination's shape gives it.
     layout = kvcs.paged_layout(np.ones((1,) + shape[1:], np.uint16), B, KV_HEADS, HEAD_DIM)
     dst = []
-    run_kvcs = lambda cl: (lambda: kvcs_leg(cl, tokens, ids, dst, layout, layers, c))
+    run_kvcs = lambda cl, ns=0: (lambda: kvcs_leg(cl, tokens, ids, dst, layout, layers, c, ns))
     clients = []
     if (want & {"http", "shm"}) and lean:
         notes.append("store paths left out: over %d GiB of KV their save holds it twice"
@@ -308,7 +331,7 @@ def modeled(store, relay, metrics, context, layers, repeats, want, force_live):
             paths.append(("store over HTTP", run_kvcs(http)))
         if "shm" in want:
             paths.append(("same host (shm)", run_kvcs(shm)))
-    if relay and (want & {"moqt", "moqt-fetch"}):
+    if relay and (want & {"moqt", "moqt-unpriced", "moqt-fetch"}):
         # The producer; and a consumer with its own session (clients naming the same URL share
         # one): it discovers the publication at the relay and subscribes (live).
         pub = kvcs.Client(None, "", "", d, relay_url=relay.url, relay_insecure=True)
@@ -322,9 +345,24 @@ def modeled(store, relay, metrics, context, layers, repeats, want, force_live):
                      "every MOQT load below is served from the relay's cache); lookup %.1f ms"
                      % (pub_s, primed_s, discover_s * 1e3))
         live_bytes = total + layers * 2 * blocks * 68  # payloads with their object headers
-        if "moqt" in want and (live_bytes < VERIFIER_BOUND or force_live):
-            paths.append(("MOQT relay", run_kvcs(sub)))
-        elif "moqt" in want:
+        live = want & {"moqt", "moqt-unpriced"}
+        if live and (live_bytes < VERIFIER_BOUND or force_live):
+            if "moqt" in want:
+                # Bounded by the engine's recompute cost (the same session as sub's: the URL).
+                bounded = kvcs.Client(None, "", "", d, relay_url=relay.url.rstrip("/"),
+                                      relay_insecure=True,
+                                      recompute_ns_per_token_layer=int(recompute_ns))
+                clients.append(bounded)
+                paths.append(("MOQT relay", run_kvcs(bounded, recompute_ns)))
+                notes.append("MOQT relay: recompute cost %.0f ns per token and layer, deadline "
+                             "%.0f ms (max(1 s, N*B*L*c)); failed blocks recomputed (modeled)"
+                             % (recompute_ns,
+                                max(1000, context * layers * recompute_ns / 1e6)))
+            if "moqt-unpriced" in want:
+                paths.append(("MOQT unpriced", run_kvcs(sub)))
+                notes.append("MOQT unpriced: no recompute cost (deadline 2 s + %.0f MB at 10 MB/s):"
+                             " everything delivered and verified" % (total / 1e6))
+        elif live:
             notes.append("MOQT relay (live) left out: %.1f GiB exceeds the consumer's %d GiB "
                          "buffer while the manifest arrives after the data (--moqt-live-any-size "
                          "runs it)" % (live_bytes / 2**30, VERIFIER_BOUND >> 30))
@@ -351,20 +389,26 @@ def modeled(store, relay, metrics, context, layers, repeats, want, force_live):
         paths.insert(0, ("local memory", lambda: local_leg(local_src, dst, layers, c)))
     runs = {name: [] for name, _ in paths}
     failed = {}
-    for _ in range(repeats):  # interleaved, so that drift hits every path alike
+    last = None  # (path, blocks it recomputed) of the last kvcs load
+    for r in range(repeats):  # interleaved, so that drift hits every path alike
         for name, fn in paths:
-            if name in failed:
+            # The unpriced row runs in the last rounds: the last load then delivered everything
+            # and its contents are checked below.
+            if name in failed or (name == "MOQT unpriced" and r < repeats - unpriced_repeats):
                 continue
             try:
                 runs[name].append(fn())
+                if name != "local memory":
+                    last = (name, runs[name][-1][4])
             except RuntimeError as e:
                 failed[name] = str(e)
-    last_kvcs = [n for n, _ in paths if n != "local memory" and n not in failed]
-    if last_kvcs:  # dst holds the last kvcs load's layers
+    if last and last[1]:
+        notes.append("contents not checked: the last load (%s) recomputed blocks" % last[0])
+    elif last:  # dst holds the last kvcs load's layers
         for l in range(layers):
             k, v = src(l)
             if not (np.array_equal(dst[l][0], k) and np.array_equal(dst[l][1], v)):
-                raise RuntimeError(last_kvcs[-1] + ": layer %d differs from what was saved" % l)
+                raise RuntimeError(last[0] + ": layer %d differs from what was saved" % l)
     compute = layers * c
     print("\n[modeled H100] context %d (+%d new), %d layers, %.1f MiB KV per layer (%.2f GiB), "
           "compute %.2f ms/layer (%.1f ms in all); hiding a layer needs %.1f GB/s"
@@ -372,8 +416,9 @@ def modeled(store, relay, metrics, context, layers, repeats, want, force_live):
              layer_bytes / c / 1e9))
     for n in notes:
         print("  " + n)
-    print("  %-18s %10s %10s %10s %10s %10s %9s %9s" % (
-        "path", "TTFT ms", "layer0 ms", "last ms", "load ms", "added ms", "vs local", "GB/s"))
+    print("  %-18s %10s %10s %10s %10s %10s %9s %9s %7s" % (
+        "path", "TTFT ms", "layer0 ms", "last ms", "load ms", "added ms", "vs local", "GB/s",
+        "recomp"))
     base = statistics.median(r[0] for r in runs["local memory"]) if runs.get("local memory") \
         else None
     rows = []
@@ -383,14 +428,14 @@ def modeled(store, relay, metrics, context, layers, repeats, want, force_live):
             rows.append(dict(context=context, layers=layers, path=name, failed=failed[name]))
             continue
         med = lambda i: statistics.median(r[i] for r in runs[name])
-        ttft, first, last, load = med(0), med(1), med(2), med(3)
+        ttft, first, last_l, load, recomp = med(0), med(1), med(2), med(3), med(4)
         added = ttft - base if base else float("nan")
-        print("  %-18s %10.1f %10.1f %10.1f %10.1f %10.1f %8.1f%% %9.2f"
-              % (name, ttft * 1e3, first * 1e3, last * 1e3, load * 1e3, added * 1e3,
-                 100 * added / base if base else float("nan"), total / load / 1e9))
+        print("  %-18s %10.1f %10.1f %10.1f %10.1f %10.1f %8.1f%% %9.2f %7d"
+              % (name, ttft * 1e3, first * 1e3, last_l * 1e3, load * 1e3, added * 1e3,
+                 100 * added / base if base else float("nan"), total / load / 1e9, recomp))
         rows.append(dict(context=context, layers=layers, path=name, ttft_ms=ttft * 1e3,
-                         layer0_ms=first * 1e3, last_layer_ms=last * 1e3, load_ms=load * 1e3,
-                         added_ms=added * 1e3, runs=len(runs[name])))
+                         layer0_ms=first * 1e3, last_layer_ms=last_l * 1e3, load_ms=load * 1e3,
+                         added_ms=added * 1e3, blocks_recomputed=recomp, runs=len(runs[name])))
     if base:
         print("  (added over pure compute, local memory: %.1f ms)" % ((base - compute) * 1e3))
     return rows
@@ -525,9 +570,12 @@ def main():
     ap.add_argument("--tiny-prompt", type=int, default=256, help="tiny model: reused prefix")
     ap.add_argument("--skip-tiny", action="store_true")
     ap.add_argument("--skip-modeled", action="store_true")
-    ap.add_argument("--paths", default="local,http,shm,moqt,moqt-fetch",
-                    help="modeled leg's paths: local, http, shm, moqt (live, discovered), "
-                         "moqt-fetch (the producer's own client)")
+    ap.add_argument("--paths", default="local,http,shm,moqt,moqt-unpriced,moqt-fetch",
+                    help="modeled leg's paths: local, http, shm, moqt (live, discovered, bounded "
+                         "by the recompute cost), moqt-unpriced (the same, no recompute cost: "
+                         "everything delivered), moqt-fetch (the producer's own client)")
+    ap.add_argument("--unpriced-repeats", type=int, default=None,
+                    help="runs of the moqt-unpriced row (default: --repeats; it is the long one)")
     ap.add_argument("--relay-max-context", type=int, default=1 << 20,
                     help="the MOQT relay paths for contexts up to this (0: never)")
     ap.add_argument("--moqt-live-any-size", action="store_true",
@@ -535,7 +583,7 @@ def main():
     ap.add_argument("--json", help="also write the rows to this file")
     a = ap.parse_args()
     want = set(a.paths.split(","))
-    unknown = want - {"local", "http", "shm", "moqt", "moqt-fetch"}
+    unknown = want - {"local", "http", "shm", "moqt", "moqt-unpriced", "moqt-fetch"}
     if unknown:
         ap.error("unknown paths: " + ",".join(sorted(unknown)))
     contexts = [int(x) for x in a.contexts.split(",")]
@@ -556,7 +604,8 @@ def main():
         if not a.skip_modeled:
             for ctx, layers in plan:
                 rows += modeled(store, relay if ctx <= a.relay_max_context else None, metrics,
-                                ctx, layers, a.repeats, want, a.moqt_live_any_size)
+                                ctx, layers, a.repeats, want, a.moqt_live_any_size,
+                                a.repeats if a.unpriced_repeats is None else a.unpriced_repeats)
         if not a.skip_tiny:
             rows += tiny(store, relay if a.relay_max_context else None, a.tiny_prompt,
                          a.repeats)

@@ -125,6 +125,16 @@ typedef struct kvcs_client_config {
   /* The index service's bearer token (`kvcs token`, allowing lookup); NULL: none sent. Added
    * after the fields above: zero-initialize the whole struct. */
   const char* index_token;
+  /* What recomputing costs the engine: nanoseconds to compute one token through one layer (its
+   * prefill's per-layer time over its tokens). It bounds a MOQT load (relay_url): a load of N
+   * blocks of B tokens over L layers ends by max(1 s, N * B * L * recompute_ns_per_token_layer)
+   * after kvcs_load_start, the time recomputing the loaded prefix would take; the blocks not
+   * verified by then are reported per block as KVCS_SOURCE_RECOMPUTE, and kvcs_load_wait_layer
+   * returns KVCS_ERR_BLOCKS_FAILED for their layers with a message that says "deadline".
+   * 0: not given; the load then ends by 2 s + its bytes at 10 MB/s (everything is expected to be
+   * delivered). Loads from the store alone have no deadline. Added after index_token: callers
+   * zero-initialize the whole struct. */
+  uint64_t recompute_ns_per_token_layer;
 } kvcs_client_config;
 
 typedef struct kvcs_client kvcs_client;
@@ -183,9 +193,10 @@ typedef struct kvcs_load kvcs_load;
  * complete, so a corrupt or missing object fails only its block; with a store_url too, those
  * blocks are then recovered from the store's KVSP endpoints (kvcs store's /_kvsp, which serves
  * the "kvcache" bucket), and a prompt no publication at the relay serves is loaded from the store
- * whole; see kvcs_load_block_sources). The buffers
- * must stay valid until
- * kvcs_load_free returns. NULL on failure. */
+ * whole; with an index_url, after the store, from the KVSP HTTP holders the index lists for the
+ * load's blocks (asked once, when the load starts: one index round trip, at most 2 s); all of it
+ * within the load's deadline, see recompute_ns_per_token_layer; see kvcs_load_block_sources).
+ * The buffers must stay valid until kvcs_load_free returns. NULL on failure. */
 KVCS_API kvcs_load* kvcs_load_start(kvcs_client* client, const uint32_t* tokens, size_t n_tokens,
                                     size_t first_block, const uint32_t* block_ids,
                                     size_t n_block_ids, const kvcs_layer_buffers* layers,
@@ -193,7 +204,8 @@ KVCS_API kvcs_load* kvcs_load_start(kvcs_client* client, const uint32_t* tokens,
 /* Blocks until layer `layer` is in place or failed. KVCS_OK: every block of the layer is in its
  * engine block. KVCS_ERR_BLOCKS_FAILED: the blocks listed in failed[0, *n_failed) (indices into
  * block_ids, ascending; at most failed_cap written, *n_failed is the full count) were not loaded
- * (missing, corrupt, or the transfer broke: kvcs_last_error says why); the others are in place.
+ * (missing, corrupt, the transfer broke, or, over MOQT, not verified by the load's deadline:
+ * kvcs_last_error says why, "deadline" for the last); the others are in place.
  * KVCS_ERR_CANCELLED: cancelled before this layer (every block is listed as failed).
  * KVCS_ERR_UNKNOWN_LAYER, KVCS_ERR_FINISHED. failed may be NULL when failed_cap is 0. */
 KVCS_API kvcs_status kvcs_load_wait_layer(kvcs_load* load, uint32_t layer, uint32_t* failed,
@@ -203,14 +215,17 @@ KVCS_API kvcs_status kvcs_load_wait_layer(kvcs_load* load, uint32_t layer, uint3
  * the layer is in place or failed, like kvcs_load_wait_layer, and also answers after
  * kvcs_load_finish. KVCS_SOURCE_STORE: the store (HTTP or same host; with a relay_url and a
  * store_url, a block the relay did not deliver, recovered from the store); KVCS_SOURCE_RELAY:
- * the MOQT publication through the relay; KVCS_SOURCE_RECOMPUTE: no source had it (the block is
- * among the layer's failed blocks). Errors: KVCS_ERR_INVALID_ARGUMENT (NULL load, or NULL sources
+ * the MOQT publication through the relay; KVCS_SOURCE_HOLDER: a block the relay did not deliver,
+ * recovered from a KVSP HTTP holder the index lists for the load's blocks (with an index_url);
+ * KVCS_SOURCE_RECOMPUTE: no source had it in time (the block is among the layer's failed blocks;
+ * see recompute_ns_per_token_layer for a MOQT load's deadline). Errors: KVCS_ERR_INVALID_ARGUMENT (NULL load, or NULL sources
  * with sources_cap > 0), KVCS_ERR_UNKNOWN_LAYER. */
 typedef enum kvcs_block_source {
   KVCS_SOURCE_PENDING = 0, /* not decided (never returned) */
   KVCS_SOURCE_STORE = 1,
   KVCS_SOURCE_RELAY = 2,
-  KVCS_SOURCE_RECOMPUTE = 3
+  KVCS_SOURCE_RECOMPUTE = 3,
+  KVCS_SOURCE_HOLDER = 4 /* a KVSP HTTP holder the index listed (MOQT loads with an index_url) */
 } kvcs_block_source;
 KVCS_API kvcs_status kvcs_load_block_sources(kvcs_load* load, uint32_t layer, uint8_t* sources,
                                              size_t sources_cap, size_t* n_sources);

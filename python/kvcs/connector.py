@@ -28,10 +28,14 @@ Worker side (role WORKER), in forward-pass order:
       its suffix was computed over a bad prefix); get_finished(ids) -> (None, None);
   get_block_ids_with_load_errors() -> set of engine block ids (then cleared): the engine
       recomputes from the first of them.
-  get_block_load_sources() -> {engine block id: {"relay" | "store" | "recompute", ...}} over the
-      layers loaded since the last call (then cleared): where each block's layers came from (a
-      MOQT load with a store configured recovers what the relay did not deliver from the store).
+  get_load_failures() -> {request_id: {engine block id: reason}} for the same blocks (then
+      cleared): why each failed, from the first layer it failed in ("layer 3: ... deadline of
+      1000 ms passed ..."; a MOQT load past its deadline, see recompute_ns_per_token_layer).
       Not a vLLM method.
+  get_block_load_sources() -> {engine block id: {"relay" | "store" | "holder" | "recompute", ...}}
+      over the layers loaded since the last call (then cleared): where each block's layers came
+      from (a MOQT load recovers what the relay did not deliver from the store when one is
+      configured, then from the KVSP HTTP holders the index lists: "holder"). Not a vLLM method.
 
 Request objects need request_id and prompt_token_ids; blocks (update_state_after_alloc) are a
 list of engine block ids or have get_block_ids() (vLLM's KVCacheBlocks); scheduler_output has
@@ -68,6 +72,7 @@ class KVCSConfig:
     create_bucket: bool = True
     compute_us_per_layer: int = 0   # scheduling inputs of every load (objectcache §3)
     stall_target_us: int = 0
+    recompute_ns_per_token_layer: int = 0  # what recomputing costs: bounds a MOQT load (kvcs.h)
     relay_ca_file: str = None       # the relay's TLS (relay_url): a CA bundle,
     relay_insecure: bool = False    # or, in development, any certificate
 
@@ -91,7 +96,8 @@ class KVCSConfig:
                       index_url=self.index_url, compute_us_per_layer=self.compute_us_per_layer,
                       stall_target_us=self.stall_target_us,
                       relay_ca_file=self.relay_ca_file, relay_insecure=self.relay_insecure,
-                      index_token=self.index_token)
+                      index_token=self.index_token,
+                      recompute_ns_per_token_layer=self.recompute_ns_per_token_layer)
 
 
 @dataclass
@@ -137,6 +143,7 @@ class KVCSConnector:
         self._saves = {}            # request_id -> Save
         self._failed_requests = set()
         self._load_errors = set()
+        self._load_failures = {}    # request_id -> {engine block id: reason}
         self._load_sources = {}     # engine block id -> set of sources
         self._lock = threading.Lock()
 
@@ -229,7 +236,7 @@ class KVCSConnector:
     def wait_for_layer_load(self, layer_name):
         index = self._layer(layer_name)[0]
         for m, load in self._loads:
-            failed = load.wait_layer(index)
+            failed, why = load.wait_layer_detail(index)
             sources = load.block_sources(index)
             with self._lock:
                 for i, src in enumerate(sources):
@@ -238,8 +245,11 @@ class KVCSConnector:
             if failed:
                 with self._lock:
                     self._failed_requests.add(m.request_id)
+                    reasons = self._load_failures.setdefault(m.request_id, {})
                     for i in failed:
-                        self._load_errors.add(m.block_ids[m.load_first_block + i])
+                        bid = m.block_ids[m.load_first_block + i]
+                        self._load_errors.add(bid)
+                        reasons.setdefault(bid, "layer %d: %s" % (index, why))
 
     def save_kv_layer(self, layer_name, kv_layer, attn_metadata=None, **kwargs):
         if not self._meta:
@@ -257,9 +267,11 @@ class KVCSConnector:
             save.save_layer(index, k, v)
 
     def wait_for_save(self):
-        for _, load in self._loads:
-            load.finish()
+        for m, load in self._loads:
+            status, _ = load.finish()
             load.close()
+            if status != "KVCS_OK":  # its failed blocks were listed as their layers were waited
+                self._failed_requests.add(m.request_id)
         self._loads = []
         for request_id, save in self._saves.items():
             if request_id in self._failed_requests:
@@ -277,6 +289,11 @@ class KVCSConnector:
         with self._lock:
             errors, self._load_errors = self._load_errors, set()
         return errors
+
+    def get_load_failures(self):
+        with self._lock:
+            failures, self._load_failures = self._load_failures, {}
+        return failures
 
     def get_block_load_sources(self):
         with self._lock:

@@ -17,6 +17,7 @@ class StepReport:
     computed_from: int = 0         # first position the forward pass computed
     load_errors: set = field(default_factory=set)  # engine block ids
     load_sources: dict = field(default_factory=dict)  # engine block id -> {"relay", "store", ...}
+    load_failures: dict = field(default_factory=dict)  # request id -> {engine block id: reason}
     block_ids: list = field(default_factory=list)  # the request's engine blocks, in prompt order
     recomputed_from: int = None    # first position of the recompute pass, if any
     seconds: float = 0.0
@@ -68,6 +69,7 @@ class MiniEngine:
             self.worker.clear_connector_metadata()
             rep.load_errors = self.worker.get_block_ids_with_load_errors()
             rep.load_sources = self.worker.get_block_load_sources()
+            rep.load_failures = self.worker.get_load_failures()
             if rep.load_errors:
                 first_bad = min(ids.index(x) for x in rep.load_errors)
                 rep.recomputed_from = first_bad * b

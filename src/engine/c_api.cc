@@ -196,6 +196,7 @@ kvcs_client* kvcs_client_create(const kvcs_client_config* config, int* status) {
     if (config->shm_buffer_bytes) o.shm_buffer_bytes = config->shm_buffer_bytes;
     o.compute_us_per_layer = config->compute_us_per_layer;
     o.stall_target_us = config->stall_target_us;
+    o.recompute_ns_per_token_layer = config->recompute_ns_per_token_layer;
     if (config->scope_key) std::memcpy(o.scope_key.data(), config->scope_key, o.scope_key.size());
     if (config->producer_key_pem) {
       auto key = ReadPrivatePem(config->producer_key_pem);

@@ -204,6 +204,21 @@ Result<size_t> EngineClient::Lookup(std::span<const uint32_t> tokens, size_t fir
   return held;
 }
 
+std::vector<std::string> EngineClient::IndexHolders(std::span<const uint32_t> tokens,
+                                                    size_t first_block) {
+  if (!index_) return {};
+  auto r = index_->Holders(compat_id_, scope_id_, Keys(tokens), first_block);
+  if (!r.ok()) return {};  // no holders to recover from: the load goes on without them
+  std::string store = options_.store_url;
+  while (!store.empty() && store.back() == '/') store.pop_back();
+  std::erase_if(*r, [&](const std::string& h) {
+    std::string_view v = h;
+    while (!v.empty() && v.back() == '/') v.remove_suffix(1);
+    return !store.empty() && (v == store || v == store + "/_kvsp");
+  });
+  return std::move(*r);
+}
+
 Result<size_t> EngineClient::LookupRelay(std::span<const uint32_t> tokens, size_t first_block,
                                          std::string* where) {
   const uint32_t b = options_.descriptor.block_tokens;

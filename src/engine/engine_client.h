@@ -47,6 +47,9 @@ struct EngineClientOptions {
   kvsp::Descriptor descriptor;
   // Scheduling inputs of every load (µs; 0: not given).
   uint64_t compute_us_per_layer = 0, stall_target_us = 0;
+  // The engine's cost of recomputing one token through one layer (ns; 0: not given): bounds a
+  // MOQT load (load_deadline.h).
+  uint64_t recompute_ns_per_token_layer = 0;
   // The MOQT path (moqt_link.h): moqt://HOST:PORT[/path]; empty: none.
   std::string relay_url, relay_ca_file;
   bool relay_insecure = false;
@@ -116,6 +119,10 @@ class EngineClient {
   bool has_store() const { return !options_.store_url.empty(); }
   // The MOQT path; null without a relay_url.
   MoqtLink* moqt() { return moqt_.get(); }
+  // The KVSP HTTP holders the index lists for blocks [first_block, full blocks) of tokens
+  // (IndexLookup::Holders), the store's own KVSP endpoint left out (a load asks it already):
+  // recovery sources of a MOQT load. Empty without an index_url or when the index cannot answer.
+  std::vector<std::string> IndexHolders(std::span<const uint32_t> tokens, size_t first_block);
 
   PooledConnection Borrow();
 

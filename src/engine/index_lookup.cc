@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <string_view>
 #include <utility>
 
 #include "index/index_client.h"
@@ -39,6 +40,29 @@ Result<IndexAnswer> IndexLookup::LongestPrefix(const Digest& compat_id, const Di
     a.holder = r.entries[a.matched - 1].replicas.front().info.holder;
   }
   return a;
+}
+
+Result<std::vector<std::string>> IndexLookup::Holders(const Digest& compat_id,
+                                                      const Digest& scope_id,
+                                                      std::span<const Digest> keys,
+                                                      size_t from_block) const {
+  KVCS_ASSIGN_OR_RETURN(index::LookupResponse r,
+                        impl_->client.LookupPrefix(compat_id, scope_id, keys));
+  std::vector<std::string> out;
+  const size_t matched = std::min<size_t>(r.matched, r.entries.size());
+  for (size_t b = from_block; b < matched && out.size() < kMaxIndexHolders; ++b) {
+    for (const index::Replica& rep : r.entries[b].replicas) {
+      const std::string& h = rep.info.holder;
+      const bool http =
+          std::string_view(h).starts_with("http://") || std::string_view(h).starts_with("https://");
+      const bool raw = std::find(rep.info.codecs.begin(), rep.info.codecs.end(),
+                                 kvsp::Codec::kRaw) != rep.info.codecs.end();
+      if (!http || !raw || std::find(out.begin(), out.end(), h) != out.end()) continue;
+      out.push_back(h);
+      if (out.size() == kMaxIndexHolders) break;
+    }
+  }
+  return out;
 }
 
 }  // namespace kvcs::engine

@@ -9,11 +9,16 @@
 #include <memory>
 #include <span>
 #include <string>
+#include <vector>
 
 #include "common/crypto.h"
 #include "common/status.h"
 
 namespace kvcs::engine {
+
+// Holders IndexLookup::Holders returns at most: a MOQT load asks each in turn for a share of
+// what is left of its deadline, so more would leave each too little to answer.
+inline constexpr size_t kMaxIndexHolders = 4;
 
 struct IndexAnswer {
   uint64_t matched = 0;  // leading blocks registered
@@ -31,6 +36,11 @@ class IndexLookup {
   // Errors: the index's (unreachable, timeout, refused, unknown compat...).
   Result<IndexAnswer> LongestPrefix(const Digest& compat_id, const Digest& scope_id,
                                     std::span<const Digest> keys) const;
+  // The KVSP HTTP holders (http:// or https://, serving the raw codec) the index lists for the
+  // blocks [from_block, matched) of the prefix `keys`, fastest tier first, each once, at most
+  // kMaxIndexHolders. Errors: the index's.
+  Result<std::vector<std::string>> Holders(const Digest& compat_id, const Digest& scope_id,
+                                           std::span<const Digest> keys, size_t from_block) const;
   const std::string& url() const { return url_; }
 
  private:

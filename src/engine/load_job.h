@@ -3,9 +3,10 @@
 // block into the engine's paged buffers as its layer arrives; the engine waits per layer.
 // With a relay (the client's MoqtLink) a kvcs_stream Recovery of the prefix's publication runs
 // on the link's thread instead and writes each layer as the verifier hands it over, then, at the
-// end, the verified blocks of layers that did not complete; with a store too, the blocks the
-// relay did not deliver are recovered from the store's KVSP endpoints (kvsp_http). Each block of
-// each layer records where it came from (LoadSource).
+// end, the verified blocks of layers that did not complete; the blocks the relay did not deliver
+// are recovered from the store's KVSP endpoints (with a store) and then from the KVSP HTTP holders
+// the index lists for the load's blocks (with an index), all within the load's deadline
+// (load_deadline.h). Each block of each layer records where it came from (LoadSource).
 // Thread-safe (Wait/Cancel/Finish from any thread; the destructor cancels and joins).
 #ifndef KVCS_ENGINE_LOAD_JOB_H_
 #define KVCS_ENGINE_LOAD_JOB_H_
@@ -36,7 +37,8 @@ enum class LoadSource : uint8_t {
   kPending = 0,    // the layer is not done yet
   kStore = 1,      // the store (HTTP or same host), also as the recovery source of a MOQT load
   kRelay = 2,      // the MOQT publication through the relay
-  kRecompute = 3,  // no source had it: the engine recomputes it
+  kRecompute = 3,  // no source had it (in time): the engine recomputes it
+  kHolder = 4,     // a KVSP HTTP holder the index listed, as a recovery source of a MOQT load
 };
 
 // One layer's destination: K and V buffers of the engine.
@@ -90,9 +92,10 @@ class LoadJob {
   struct Moqt;
   Status StartMoqt(std::span<const uint32_t> tokens);
   void OnMoqtLayer(const stream::VerifiedLayer& l);   // link thread
-  void OnMoqtRecovering();                            // link thread: the store is asked
+  void OnMoqtRecovering(LoadSource from);             // link thread: a holder is asked
   void OnMoqtDone(const stream::RetrievalReport& r);  // link thread
   void StopMoqt();                                    // link thread
+  std::string RecoverySourcesText() const;            // link thread: " and from the store"...
 
   EngineClient* client_;
   std::vector<Digest> keys_;  // the loaded blocks' keys

@@ -1,12 +1,14 @@
 // LoadJob's MOQT path: a kvcs_stream Recovery of the publication serving the load's blocks, on
 // the client's MoqtLink thread; each verified layer is written into the engine's buffers there,
-// then the verified blocks of layers that did not complete, then (with a store) the blocks the
-// store's KVSP endpoints recovered.
+// then the verified blocks of layers that did not complete, then what the recovery sources (the
+// store's KVSP endpoints, then the KVSP HTTP holders the index lists) recovered; all within the
+// load's deadline (load_deadline.h), past which the rest is reported for recompute.
 #include <algorithm>
 #include <chrono>
 #include <string>
 #include <utility>
 
+#include "engine/load_deadline.h"
 #include "engine/load_job.h"
 #include "engine/moqt_link.h"
 #include "kvcs_stream/cache_identity.h"
@@ -16,35 +18,32 @@
 namespace kvcs::engine {
 namespace {
 
-// The retrieval's floor (RetrievalOptions::min_deadline_ms, above the recompute bound from the
-// engine's compute cost): a fixed part plus the load's bytes at a slow rate, so that a large load
-// on a busy host is not cut short and a small one that lacks an object ends soon.
-constexpr uint64_t kFloorFixedMs = 2000;
-constexpr uint64_t kFloorBytesPerMs = 50'000;  // 50 MB/s
-
 uint64_t NowMs() {
   return std::chrono::duration_cast<std::chrono::milliseconds>(
              std::chrono::steady_clock::now().time_since_epoch())
       .count();
 }
 
-// The store as the recovery's holder: tells the job when it is first asked (the relay's part
-// has ended, so what arrives from then on came from the store).
-class StoreHolder : public stream::HolderSource {
+// A recovery source (the store's KVSP endpoints, or a holder the index listed) that tells the job
+// when it is asked: the Recovery asks one at a time, after the relay's part ended, and hands over
+// what it delivered before asking the next, so what arrives from then on came from it.
+class TaggedHolder : public stream::HolderSource {
  public:
-  StoreHolder(std::unique_ptr<kvsp_http::HttpHolderSource> inner, std::function<void()> on_asked)
-      : inner_(std::move(inner)), on_asked_(std::move(on_asked)) {}
+  TaggedHolder(std::unique_ptr<kvsp_http::HttpHolderSource> inner, LoadSource tag,
+               std::function<void(LoadSource)> on_asked)
+      : inner_(std::move(inner)), tag_(tag), on_asked_(std::move(on_asked)) {}
   std::string name() const override { return inner_->name(); }
   void Fetch(const stream::CacheIdentity& identity, std::vector<stream::HolderFetch> blocks,
              uint64_t timeout_ms, Done done) override {
-    on_asked_();
+    on_asked_(tag_);
     inner_->Fetch(identity, std::move(blocks), timeout_ms, std::move(done));
   }
   void Cancel() override { inner_->Cancel(); }
 
  private:
   std::unique_ptr<kvsp_http::HttpHolderSource> inner_;
-  std::function<void()> on_asked_;
+  LoadSource tag_;
+  std::function<void(LoadSource)> on_asked_;
 };
 
 }  // namespace
@@ -52,15 +51,18 @@ class StoreHolder : public stream::HolderSource {
 // Link thread only.
 struct LoadJob::Moqt {
   std::unique_ptr<stream::Recovery> recovery;
-  std::unique_ptr<StoreHolder> store;  // outlives `recovery`
-  bool recovering = false;             // the store was asked: later layers come from it
+  std::vector<std::unique_ptr<TaggedHolder>> holders;  // outlive `recovery`; the store first
+  bool has_store = false;                              // holders[0] is the store
+  LoadSource from = LoadSource::kRelay;                // where layers handed over now come from
+  uint64_t deadline_ms = 0;                            // after the start (load_deadline.h)
+  bool priced = false;                                 // the deadline is the recompute cost
   uint64_t ticker = 0;
   std::vector<std::vector<LoadSource>> got;  // [layer][block index]: written, from where
   profile::Namespace ns;
-  // Destroys the recovery, then the store holder (its worker joins within its deadline).
+  // Destroys the recovery, then the holders (their workers join within their deadlines).
   void Reset() {
     recovery.reset();
-    store.reset();
+    holders.clear();
   }
 };
 
@@ -105,30 +107,43 @@ Status LoadJob::StartMoqt(std::span<const uint32_t> tokens) {
   // A publication this client made of a longer prompt: its first blocks are ours (we computed
   // its Block Keys), though block_keys_sha256 covers more than this prompt.
   o.verifier.accept_unconfirmed_prefix = p.anchor_blocks > blocks;
-  const uint64_t us = client_->options().compute_us_per_layer;
-  o.compute_ns_per_token_layer = us * 1000 / (blocks * d.block_tokens);
-  const uint64_t bytes = uint64_t{layers_.size()} * blocks * 2 * client_->shape().section_bytes();
-  o.min_deadline_ms = kFloorFixedMs + bytes / kFloorBytesPerMs;
-  // With a store, what the relay does not deliver is asked of the store's KVSP endpoints (§8).
-  std::unique_ptr<kvsp_http::HolderClient> holder;
+  // The deadline (load_deadline.h), as the recovery's floor with no compute cost of its own: the
+  // whole recovery, primary and sources, ends by then.
+  const uint64_t ns = client_->options().recompute_ns_per_token_layer;
+  const uint64_t bytes =
+      uint64_t{layers_.size()} * keys_.size() * 2 * client_->shape().section_bytes();
+  moqt_->deadline_ms = MoqtLoadDeadlineMs(keys_.size(), d.block_tokens,
+                                          static_cast<uint32_t>(layers_.size()), ns, bytes);
+  moqt_->priced = ns != 0;
+  o.compute_ns_per_token_layer = 0;
+  o.min_deadline_ms = moqt_->deadline_ms;
+  // What the relay does not deliver is asked of the store's KVSP endpoints (§8), then of the
+  // holders the index lists for the load's blocks.
+  std::vector<std::pair<std::unique_ptr<kvsp_http::HolderClient>, LoadSource>> sources;
   if (client_->has_store()) {
     auto hc = kvsp_http::HolderClient::Create(client_->options().store_url, {});
     if (!hc.ok()) {
       return EngineStatus(Code::kInvalidArgument, EngineError::kTransport,
                           "load: store as recovery source: " + hc.status().message());
     }
-    holder = std::move(*hc);
+    sources.emplace_back(std::move(*hc), LoadSource::kStore);
+    moqt_->has_store = true;
+  }
+  for (const std::string& h :
+       client_->IndexHolders(tokens.subspan(0, blocks * d.block_tokens), first_block_)) {
+    auto hc = kvsp_http::HolderClient::Create(h, {});
+    if (hc.ok()) sources.emplace_back(std::move(*hc), LoadSource::kHolder);  // else not usable
   }
   Status started = link->Call([&]() -> Status {
     o.verifier.keys = &link->keys();
     moqt::MoqtSession* s = link->session();
     if (!s) return Status(Code::kUnavailable, "relay session ended");
-    if (holder) {
-      moqt_->store = std::make_unique<StoreHolder>(
+    for (auto& [hc, tag] : sources) {
+      moqt_->holders.push_back(std::make_unique<TaggedHolder>(
           std::make_unique<kvsp_http::HttpHolderSource>(
-              std::move(holder), [link](std::function<void()> fn) { link->Post(std::move(fn)); }),
-          [this] { OnMoqtRecovering(); });
-      ro.holders = {moqt_->store.get()};
+              std::move(hc), [link](std::function<void()> fn) { link->Post(std::move(fn)); }),
+          tag, [this](LoadSource from) { OnMoqtRecovering(from); }));
+      ro.holders.push_back(moqt_->holders.back().get());
     }
     auto r = stream::Recovery::Start(
         s, std::move(ro), [this](const stream::VerifiedLayer& l) { OnMoqtLayer(l); },
@@ -156,7 +171,7 @@ void LoadJob::OnMoqtLayer(const stream::VerifiedLayer& vl) {
   const uint64_t section = shape.section_bytes();
   const LayerTarget& t = layers_[vl.layer];
   std::vector<LoadSource>& got = moqt_->got[vl.layer];
-  const LoadSource from = moqt_->recovering ? LoadSource::kStore : LoadSource::kRelay;
+  const LoadSource from = moqt_->from;
   for (size_t i = 0; i < vl.k.size(); ++i) {
     const uint64_t block = vl.first_block + i;
     if (block < first_block_ || block >= first_block_ + keys_.size()) continue;
@@ -178,7 +193,7 @@ void LoadJob::OnMoqtLayer(const stream::VerifiedLayer& vl) {
   }
 }
 
-void LoadJob::OnMoqtRecovering() { moqt_->recovering = true; }
+void LoadJob::OnMoqtRecovering(LoadSource from) { moqt_->from = from; }
 
 void LoadJob::OnMoqtDone(const stream::RetrievalReport& rep) {
   if (cancel_.load()) return;  // Cancel's task reports it
@@ -204,30 +219,46 @@ void LoadJob::OnMoqtDone(const stream::RetrievalReport& rep) {
       }
     }
     if (why.empty()) why = "not delivered";
+    if (rep.timed_out) {
+      why = "deadline of " + std::to_string(moqt_->deadline_ms) + " ms passed (" +
+            (moqt_->priced ? "recomputing the loaded prefix would take that long"
+                           : "no recompute cost: 2 s + the load's bytes at 10 MB/s") +
+            "); " + why;
+    }
     for (const stream::Refusal& r : rep.refusals) {
       why += "; refused " + r.track + " " + std::to_string(r.location.group) + "/" +
              std::to_string(r.location.object) + ": " + r.status.message();
       break;  // the first says enough
     }
-    st.status =
-        EngineStatus(Code::kCorruption, EngineError::kBlocksFailed,
-                     std::to_string(st.failed.size()) + " of " + std::to_string(keys_.size()) +
-                         " blocks failed over MOQT" + (moqt_->store ? " and from the store" : "") +
-                         " (first: " + why + ")");
+    st.status = EngineStatus(Code::kCorruption, EngineError::kBlocksFailed,
+                             std::to_string(st.failed.size()) + " of " +
+                                 std::to_string(keys_.size()) + " blocks failed over MOQT" +
+                                 RecoverySourcesText() + " (first: " + why + ")");
     st.sources = moqt_->got[l];
     CompleteLayer(l, std::move(st));
   }
   if (!rep.all_retrieved()) client_->moqt()->Forget(moqt_->ns);  // may be gone: discover again
   client_->moqt()->RemoveTicker(moqt_->ticker);
   moqt_->ticker = 0;
-  // The recovery may be destroyed from its done callback only after it returned; the store
-  // holder after it.
-  if (moqt_->recovery || moqt_->store) {
+  // The recovery may be destroyed from its done callback only after it returned; the holders
+  // after it.
+  if (moqt_->recovery || !moqt_->holders.empty()) {
     auto gone = std::make_shared<Moqt>();
     gone->recovery = std::move(moqt_->recovery);
-    gone->store = std::move(moqt_->store);
+    gone->holders = std::move(moqt_->holders);
     client_->moqt()->Post([gone]() mutable { gone->Reset(); });
   }
+}
+
+std::string LoadJob::RecoverySourcesText() const {
+  const size_t store = moqt_->has_store ? 1 : 0;
+  const size_t n = moqt_->holders.size() > store ? moqt_->holders.size() - store : 0;
+  std::string out = moqt_->has_store ? " and from the store" : "";
+  if (n > 0) {
+    out += (out.empty() ? " and from " : " and ") + std::to_string(n) + " index holder" +
+           (n == 1 ? "" : "s");
+  }
+  return out;
 }
 
 void LoadJob::StopMoqt() {

@@ -80,6 +80,17 @@ static void fill(float* k, float* v, int layer, const uint32_t* ids, int first, 
         }
 }
 
+/* Points bufs[l] at layer l of the engine's K and V arrays (kBufBytes each). */
+static void point_layers(kvcs_layer_buffers* bufs, float (*k)[kBufBytes / 4],
+                         float (*v)[kBufBytes / 4]) {
+  for (int l = 0; l < kLayers; ++l) {
+    bufs[l].k = k[l];
+    bufs[l].k_bytes = kBufBytes;
+    bufs[l].v = v[l];
+    bufs[l].v_bytes = kBufBytes;
+  }
+}
+
 static void test_status_names(void) {
   CHECK(strcmp(kvcs_status_name(KVCS_OK), "KVCS_OK") == 0);
   CHECK(strcmp(kvcs_status_name(KVCS_ERR_NOT_YET), "KVCS_ERR_NOT_YET") == 0);
@@ -236,12 +247,7 @@ static void test_load(kvcs_client* c) {
   uint32_t ids[3] = {0, 3, 1};
   static float k[kLayers][kBufBytes / 4], v[kLayers][kBufBytes / 4];
   kvcs_layer_buffers bufs[kLayers];
-  for (int l = 0; l < kLayers; ++l) {
-    bufs[l].k = k[l];
-    bufs[l].k_bytes = kBufBytes;
-    bufs[l].v = v[l];
-    bufs[l].v_bytes = kBufBytes;
-  }
+  point_layers(bufs, k, v);
   int st = -1;
   CHECK(kvcs_load_start(c, tokens, 14, 0, ids, 3, NULL, kLayers, &layout, &st) == NULL);
   CHECK_STATUS(st, KVCS_ERR_INVALID_ARGUMENT);
@@ -414,12 +420,7 @@ static void test_same_host(float* k, float* v) {
   uint32_t ids[3] = {4, 6, 0};
   kvcs_layer_buffers bufs[kLayers];
   static float lk[kLayers][kBufBytes / 4], lv[kLayers][kBufBytes / 4];
-  for (int l = 0; l < kLayers; ++l) {
-    bufs[l].k = lk[l];
-    bufs[l].k_bytes = kBufBytes;
-    bufs[l].v = lv[l];
-    bufs[l].v_bytes = kBufBytes;
-  }
+  point_layers(bufs, lk, lv);
   kvcs_load* ld = kvcs_load_start(c, tokens, 14, 0, ids, 3, bufs, kLayers, &layout, &st);
   CHECK(ld != NULL);
   if (ld) {
@@ -511,12 +512,7 @@ static void test_relay(float* k, float* v) {
   uint32_t lids[3] = {0, 3, 1};
   static float lk[kLayers][kBufBytes / 4], lv[kLayers][kBufBytes / 4];
   kvcs_layer_buffers bufs[kLayers];
-  for (int l = 0; l < kLayers; ++l) {
-    bufs[l].k = lk[l];
-    bufs[l].k_bytes = kBufBytes;
-    bufs[l].v = lv[l];
-    bufs[l].v_bytes = kBufBytes;
-  }
+  point_layers(bufs, lk, lv);
   memset(lk, 0xff, sizeof lk);
   memset(lv, 0xff, sizeof lv);
   kvcs_load* ld = kvcs_load_start(q, rt, 14, 0, lids, 3, bufs, kLayers, &head_major, &st);
@@ -618,6 +614,56 @@ static void test_relay(float* k, float* v) {
   kvcs_client_free(p);
 }
 
+/* A MOQT load bounded by the engine's recompute cost: a save that publishes layer 0 and then
+ * nothing, loaded with recompute_ns_per_token_layer = 1 (deadline: the 1 s floor). Past it the
+ * layers that did not arrive fail every block, as recompute, and the message says "deadline". */
+static void test_deadline(float* k, float* v) {
+  kvcs_client_config cfg = base_config();
+  cfg.store_url = NULL;
+  cfg.relay_url = env("KVCS_TEST_RELAY_URL");
+  cfg.relay_insecure = 1;
+  cfg.recompute_ns_per_token_layer = 1;
+  int st = -1;
+  kvcs_client* c = kvcs_client_create(&cfg, &st);
+  CHECK(c != NULL);
+  if (!c) return;
+  static uint32_t dt[13] = {91, 92, 93, 94, 95, 96, 97, 98, 99, 100, 101, 102, 103};
+  kvcs_paged_layout layout = {kBlockStride, kTokenStride, kRow};
+  uint32_t ids[3] = {1, 4, 6};
+  kvcs_save* s = kvcs_save_begin(c, dt, 13, 0, ids, 3, &layout, &st);
+  CHECK(s != NULL);
+  if (!s) {
+    kvcs_client_free(c);
+    return;
+  }
+  kvcs_layer_buffers b = {k, kBufBytes, v, kBufBytes};
+  fill(k, v, 0, ids, 0, 3);
+  CHECK_STATUS(kvcs_save_layer(s, 0, &b), KVCS_OK); /* and no more layers */
+  static float dk[kLayers][kBufBytes / 4], dv[kLayers][kBufBytes / 4];
+  kvcs_layer_buffers bufs[kLayers];
+  point_layers(bufs, dk, dv);
+  kvcs_load* ld = kvcs_load_start(c, dt, 13, 0, ids, 3, bufs, kLayers, &layout, &st);
+  CHECK(ld != NULL);
+  if (ld) {
+    uint32_t failed[4];
+    size_t n_failed = 0;
+    CHECK_STATUS(kvcs_load_wait_layer(ld, kLayers - 1, failed, 4, &n_failed),
+                 KVCS_ERR_BLOCKS_FAILED);
+    CHECK(n_failed == 3 && failed[0] == 0 && failed[2] == 2);
+    CHECK(strstr(kvcs_last_error(), "deadline") != NULL);
+    uint8_t src[4] = {0, 0, 0, 0};
+    size_t n_src = 0;
+    CHECK_STATUS(kvcs_load_block_sources(ld, kLayers - 1, src, 4, &n_src), KVCS_OK);
+    CHECK(n_src == 3 && src[0] == KVCS_SOURCE_RECOMPUTE && src[1] == KVCS_SOURCE_RECOMPUTE &&
+          src[2] == KVCS_SOURCE_RECOMPUTE);
+    CHECK_STATUS(kvcs_load_finish(ld), KVCS_ERR_BLOCKS_FAILED);
+    CHECK(strstr(kvcs_last_error(), "deadline") != NULL);
+    kvcs_load_free(ld);
+  }
+  kvcs_save_free(s);
+  kvcs_client_free(c);
+}
+
 int main(void) {
   test_status_names();
   test_create_errors();
@@ -634,6 +680,7 @@ int main(void) {
   test_same_host(k, v);
   test_cancel();
   test_relay(k, v);
+  test_deadline(k, v);
   kvcs_client_free(c);
   if (failures) {
     fprintf(stderr, "%d checks failed\n", failures);

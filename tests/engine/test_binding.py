@@ -2,14 +2,11 @@
 """The Python binding of the engine API (_kvcs_native, python/kvcs) against a real `kvcs store`:
 save and load through numpy arrays and torch tensors without copies, the errors bad input gets
 (wrong shapes, dtypes, strides, non-contiguous or read-only buffers, unknown layers, handles used
-after finish), and the GIL released while a load is waited for. Then the MOQT path through a real
-`kvcs relay`: torch tensors saved (published) through one relay client, loaded into numpy arrays
-through another.
+after finish), a load's outcome (finish's status and message), and the GIL released while a load
+is waited for. The MOQT path is test_binding_moqt.py.
 
 usage: test_binding.py KVCS_BINARY [TAMPERING_RELAY_BINARY (unused)]"""
-import json
 import sys
-import urllib.request
 import threading
 
 import numpy as np
@@ -17,101 +14,9 @@ import torch
 
 import kvcs
 from kvcs import KvcsError
-from kvcs.dev_store import IndexProcess, RelayProcess, StoreProcess
+from kvcs.dev_store import StoreProcess
 
-L, H, D, B, NB = 3, 2, 8, 4, 6
-
-
-def check(cond, what):
-    if not cond:
-        raise AssertionError(what)
-
-
-def raises(status, fn, *args, **kwargs):
-    try:
-        fn(*args, **kwargs)
-    except KvcsError as e:
-        check(e.args[0] == status, "raised %s, want %s (%s)" % (e.args[0], status, e.args[1]))
-        return e
-    raise AssertionError("no KvcsError %s from %s" % (status, fn))
-
-
-def descriptor(layers=L, dtype="fp32"):
-    return dict(model="test/binding", model_rev="1", tokenizer_rev="1", attn="gqa",
-                layers=layers, kv_heads=H, head_dim=D, kv_dtype=dtype, block_tokens=B)
-
-
-def register(index_url, client, tokens, blocks, holder):
-    """Registers `holder` for the first `blocks` blocks of `tokens` (kvsp-index.md §7)."""
-    keys, scope, compat = [], None, None
-    for i in range(blocks):
-        key, name = client.block_key(tokens, i)  # name: kvsp/<scope>/<compat>/<key>.raw
-        _, scope, compat, _ = name.split("/")
-        keys.append(key.hex())
-    body = json.dumps({"compat_id": compat, "scope_id": scope, "holder": holder, "tier": "disk",
-                       "codecs": ["raw"], "layer_first": 0, "layer_count": L,
-                       "block_keys": keys, "ttl_ms": 600000}).encode()
-    req = urllib.request.Request(index_url + "/kvsp/v1/replicas", data=body, method="POST",
-                                 headers={"Content-Type": "application/json"})
-    with urllib.request.urlopen(req, timeout=10) as resp:
-        check(resp.status == 204, "index: register answered %d" % resp.status)
-
-
-def index_path(kvcs_binary, relay_url):
-    """Lookup on the MOQT path answered by the index: its longest registered prefix and holder;
-    an unreachable index leaves the answer to the relay."""
-    with IndexProcess(kvcs_binary) as ix:
-        mk = lambda url: kvcs.Client(None, "", "", descriptor(), relay_url=relay_url,
-                                     relay_insecure=True, scope_key=bytes(range(32)),
-                                     index_url=url)
-        c = mk(ix.url)
-        tokens = list(range(900, 900 + 3 * B + 1))  # published nowhere
-        check(c.lookup_source(tokens) == (0, ""), "index: nothing registered yet")
-        register(ix.url, c, tokens, 2, "http://127.0.0.1:9/_kvsp")
-        n, where = c.lookup_source(tokens)
-        check(n == 2 * B and where == "index %s holder http://127.0.0.1:9/_kvsp" % ix.url,
-              "index: lookup_source %r" % ((n, where),))
-        check(c.lookup(tokens, 2) == 2 * B, "index: from block 2")
-    down = mk("http://127.0.0.1:1")  # refused at once: the relay answers
-    check(down.lookup(tokens) == 0, "index down: relay answer")
-
-
-def relay_path(kvcs_binary):
-    with RelayProcess([kvcs_binary, "relay", "--open"]) as r:
-        mk = lambda: kvcs.Client(None, "", "", descriptor(), relay_url=r.url, relay_insecure=True,
-                                 scope_key=bytes(range(32)))
-        pub, sub = mk(), mk()
-        tokens = list(range(300, 300 + 3 * B + 2))
-        check(sub.lookup(tokens) == 0, "relay: nothing published yet")
-        kv = [torch.randn(2, NB, B, H, D) for _ in range(L)]
-        ids = [3, 0, 2]
-        layout = kvcs.paged_layout(kv[0][0], B, H, D)
-        save = pub.save(tokens, 0, ids, layout)
-        for layer in range(L):
-            save.save_layer(layer, kvcs.as_buffer(kv[layer][0]), kvcs.as_buffer(kv[layer][1]))
-        check(save.finish() == 3, "relay: three blocks published")
-        save.close()
-        check(sub.lookup(tokens) == 3 * B, "relay: discovered")
-        n, where = sub.lookup_source(tokens)
-        check(n == 3 * B and where.startswith("relay " + r.url + " publication kvcs-1/"),
-              "relay: lookup_source %r" % ((n, where),))
-        dst = [(np.zeros((NB, B, H, D), np.float32), np.zeros((NB, B, H, D), np.float32))
-               for _ in range(L)]
-        load = sub.load(tokens, 0, [5, 1, 4], dst, kvcs.paged_layout(dst[0][0], B, H, D))
-        for layer in range(L):
-            check(load.wait_layer(layer) == [], "relay: layer %d failed" % layer)
-            for src, to in zip(ids, [5, 1, 4]):
-                for kv_i in range(2):
-                    check(np.array_equal(kv[layer][kv_i][src].numpy(), dst[layer][kv_i][to]),
-                          "relay: layer %d block %d mismatch" % (layer, src))
-        check(load.finish() == "KVCS_OK", "relay: load status")
-        check(load.block_sources(L - 1) == ["relay"] * 3, "relay: sources")
-        load.close()
-        # Another scope finds nothing.
-        index_path(kvcs_binary, r.url)
-        other = kvcs.Client(None, "", "", descriptor(), relay_url=r.url, relay_insecure=True)
-        check(other.lookup(tokens) == 0, "relay: another scope found the publication")
-
+from binding_util import B, D, H, L, NB, check, descriptor, raises
 
 def main():
     with StoreProcess(sys.argv[1], ["--bandwidth-cap=32000000"]) as s:
@@ -178,7 +83,7 @@ def main():
                     want = kv[layer][kv_i][src].numpy()            # [B][H][D]
                     got = dst[layer][kv_i][to].transpose(1, 0, 2)  # [H][B][D] -> [B][H][D]
                     check(np.array_equal(want, got), "layer %d block %d mismatch" % (layer, i))
-        check(load.finish() == "KVCS_OK", "load status")
+        check(load.finish() == ("KVCS_OK", ""), "load status")
         raises("KVCS_ERR_FINISHED", load.wait_layer, 0)
         load.close()
         raises("KVCS_ERR_FINISHED", load.wait_layer, 0)
@@ -189,7 +94,11 @@ def main():
         check(load.wait_layer(0) == [2], "the unsaved block is reported")
         check(load.block_sources(0) == ["store", "store", "recompute"], "per-block sources")
         raises("KVCS_ERR_UNKNOWN_LAYER", load.block_sources, L)
-        check(load.finish() == "KVCS_ERR_BLOCKS_FAILED", "overall status")
+        failed, why = load.wait_layer_detail(1)
+        check(failed == [2] and "1 of 3 blocks failed" in why, "layer 1: %r" % ((failed, why),))
+        status, why = load.finish()
+        check(status == "KVCS_ERR_BLOCKS_FAILED" and "blocks failed" in why,
+              "overall status %r" % ((status, why),))
         load.close()
 
         # The GIL is released while waiting: a Python thread runs during a slow load (64 MiB
@@ -225,7 +134,6 @@ def main():
         th.join()
         ld.close()
         check(during > 1000, "the GIL was held while waiting (%d ticks)" % during)
-    relay_path(sys.argv[1])
     print("binding: all checks passed")
     return 0
 

@@ -67,6 +67,16 @@ def check_logits(got, want, dtype, what):
     return diff
 
 
+def check_failures(rep, request_id, says, what):
+    """get_load_failures() names the request's failed blocks (those of
+    get_block_ids_with_load_errors) with a reason that says `says`."""
+    f = rep.load_failures
+    check(list(f) == [request_id] and set(f[request_id]) == rep.load_errors,
+          "%s: load failures %r, errors %s" % (what, f, rep.load_errors))
+    check(all(says in why for why in f[request_id].values()),
+          "%s: reasons %r do not say %r" % (what, f[request_id], says))
+
+
 def run_path(store, shm, dtype=torch.float32):
     name = ("same host" if shm else "HTTP") + ("" if dtype == torch.float32 else " bf16")
     model_cfg = TinyLlamaConfig(dtype=dtype)
@@ -93,6 +103,7 @@ def run_path(store, shm, dtype=torch.float32):
     check(rep_b.external_tokens == P * B,
           "%s: B loaded %d tokens, want %d" % (name, rep_b.external_tokens, P * B))
     check(not rep_b.load_errors, "%s: unexpected load errors %s" % (name, rep_b.load_errors))
+    check(rep_b.load_failures == {}, "%s: load failures %r" % (name, rep_b.load_failures))
     diff = check_logits(got_b, want_b, dtype, name + ": B")
     print("%s: B reused %d of %d tokens, max |logit diff| %.3g (max |logit| %.3g)" %
           (name, rep_b.external_tokens, len(tokens_b), diff, want_b.abs().max().item()))
@@ -111,6 +122,7 @@ def run_path(store, shm, dtype=torch.float32):
           (name, rep_c.load_errors))
     check(rep_c.recomputed_from == B, "%s: recomputed from %s, want %d" %
           (name, rep_c.recomputed_from, B))
+    check_failures(rep_c, "C", "corrupt", name)
     diff_c = check_logits(got_c, want_c, dtype, name + ": C after recompute")
     # C's suffix was computed after a failed load: it must not have been stored.
     check(eng.scheduler.client.lookup(tokens_c) == P * B,
@@ -178,6 +190,7 @@ def run_relay_path(kvcs, tampering_relay, store):
               (name, rep_b.load_errors))
         check(rep_b.recomputed_from == B, "%s: recomputed from %s, want %d" %
               (name, rep_b.recomputed_from, B))
+        check_failures(rep_b, "B", "blocks failed over MOQT", name)
         check(rep_b.load_sources.get(bad_block) == {"relay", "recompute"},
               "%s: sources %s" % (name, rep_b.load_sources))
         diff = check_logits(got_b, want_b, torch.float32, name + ": B after recompute")
