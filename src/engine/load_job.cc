@@ -120,8 +120,8 @@ bool LoadJob::SkipIfSlowerThanRecompute() {
   FailRemaining(EngineStatus(
       Code::kUnavailable, EngineError::kBlocksFailed,
       "predicted load " + Ms(decision.predicted_ms) + " ms > recompute " +
-          Ms(decision.recompute_ms) + " ms (" + Ms(static_cast<double>(bytes) / mib) +
-          " MiB at the " + Ms(decision.rate.value_or(0) / mib) + " MiB/s recent loads over " +
+          Ms(decision.recompute_ms) + " ms (" + std::to_string(bytes) + " bytes at the " +
+          Ms(decision.rate.value_or(0) / mib) + " MiB/s recent loads over " +
           std::string(LoadPathName(path_)) +
           " delivered): not loaded, every block is recompute (a load is tried anyway every " +
           std::to_string(kProbeEverySkips) + "th skip or " + std::to_string(kProbeAfterMs / 1000) +
