@@ -435,7 +435,14 @@ def modeled(store, relay, metrics, context, layers, repeats, want, force_live, u
                  100 * added / base if base else float("nan"), total / load / 1e9, recomp))
         rows.append(dict(context=context, layers=layers, path=name, ttft_ms=ttft * 1e3,
                          layer0_ms=first * 1e3, last_layer_ms=last_l * 1e3, load_ms=load * 1e3,
-                         added_ms=added * 1e3, blocks_recomputed=recomp, runs=len(runs[name])))
+                         added_ms=added * 1e3, blocks_recomputed=recomp, runs=len(runs[name]),
+                         added_ms_per_run=[(r[0] - base) * 1e3 if base else None
+                                           for r in runs[name]]))
+        if base and name == "MOQT relay":
+            # In order: a load predicted slower than recomputing is not started (load_predictor.h),
+            # so the first run (nothing measured yet) can differ from the next.
+            print("  %-18s %s" % ("  added per run", " ".join(
+                "%.1f" % ((r[0] - base) * 1e3) for r in runs[name])))
     if base:
         print("  (added over pure compute, local memory: %.1f ms)" % ((base - compute) * 1e3))
     return rows

@@ -132,8 +132,17 @@ typedef struct kvcs_client_config {
    * verified by then are reported per block as KVCS_SOURCE_RECOMPUTE, and kvcs_load_wait_layer
    * returns KVCS_ERR_BLOCKS_FAILED for their layers with a message that says "deadline".
    * 0: not given; the load then ends by 2 s + its bytes at 10 MB/s (everything is expected to be
-   * delivered). Loads from the store alone have no deadline. Added after index_token: callers
-   * zero-initialize the whole struct. */
+   * delivered). Loads from the store alone have no deadline. Given, it also decides whether a
+   * load (any path) is started at all: the client measures each path's delivery rate (store
+   * over HTTP, same host, MOQT relay: the verified bytes recent loads delivered per second, an
+   * exponentially weighted average; unknown until a load over the path ended), and
+   * kvcs_load_start of a load whose bytes at that rate would take longer than recomputing its
+   * blocks (N * B * L * recompute_ns_per_token_layer, no floor) starts nothing and returns a
+   * load on which every block of every layer is failed (kvcs_load_wait_layer and
+   * kvcs_load_finish: KVCS_ERR_BLOCKS_FAILED, "predicted load X ms > recompute Y ms ...";
+   * kvcs_load_block_sources: KVCS_SOURCE_RECOMPUTE). Every 16th such load in a row, or one 60 s
+   * after the path's last tried load, is tried anyway, so the rate recovers. Added after
+   * index_token: callers zero-initialize the whole struct. */
   uint64_t recompute_ns_per_token_layer;
 } kvcs_client_config;
 
@@ -204,8 +213,10 @@ KVCS_API kvcs_load* kvcs_load_start(kvcs_client* client, const uint32_t* tokens,
 /* Blocks until layer `layer` is in place or failed. KVCS_OK: every block of the layer is in its
  * engine block. KVCS_ERR_BLOCKS_FAILED: the blocks listed in failed[0, *n_failed) (indices into
  * block_ids, ascending; at most failed_cap written, *n_failed is the full count) were not loaded
- * (missing, corrupt, the transfer broke, or, over MOQT, not verified by the load's deadline:
- * kvcs_last_error says why, "deadline" for the last); the others are in place.
+ * (missing, corrupt, the transfer broke, over MOQT not verified by the load's deadline, or not
+ * started because predicted slower than recomputing, see recompute_ns_per_token_layer:
+ * kvcs_last_error says why, "deadline" and "predicted load" for the last two); the others are
+ * in place.
  * KVCS_ERR_CANCELLED: cancelled before this layer (every block is listed as failed).
  * KVCS_ERR_UNKNOWN_LAYER, KVCS_ERR_FINISHED. failed may be NULL when failed_cap is 0. */
 KVCS_API kvcs_status kvcs_load_wait_layer(kvcs_load* load, uint32_t layer, uint32_t* failed,

@@ -27,7 +27,9 @@ Worker side (role WORKER), in forward-pass order:
   wait_for_save(): one aggregated PUT per request (a request whose load failed saves nothing:
       its suffix was computed over a bad prefix); get_finished(ids) -> (None, None);
   get_block_ids_with_load_errors() -> set of engine block ids (then cleared): the engine
-      recomputes from the first of them.
+      recomputes from the first of them. With recompute_ns_per_token_layer, a load the client
+      predicts slower than recomputing (its measured rate over the path) is not started and
+      every block of the request is listed here at once ("predicted load X ms > recompute Y ms").
   get_load_failures() -> {request_id: {engine block id: reason}} for the same blocks (then
       cleared): why each failed, from the first layer it failed in ("layer 3: ... deadline of
       1000 ms passed ..."; a MOQT load past its deadline, see recompute_ns_per_token_layer).

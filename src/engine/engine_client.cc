@@ -1,6 +1,7 @@
 #include "engine/engine_client.h"
 
 #include <algorithm>
+#include <chrono>
 #include <map>
 #include <mutex>
 #include <utility>
@@ -290,6 +291,36 @@ Result<size_t> EngineClient::LookupByHead(const std::vector<Digest>& keys, size_
     }
   }
   return held * options_.descriptor.block_tokens;
+}
+
+std::string_view LoadPathName(LoadPath p) {
+  switch (p) {
+    case LoadPath::kHttp:
+      return "store HTTP";
+    case LoadPath::kSameHost:
+      return "same host";
+    case LoadPath::kRelay:
+      return "MOQT relay";
+  }
+  return "unknown path";
+}
+
+namespace {
+uint64_t SteadyNowMs() {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(
+             std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
+}  // namespace
+
+LoadDecision EngineClient::DecideLoad(LoadPath path, uint64_t bytes, uint64_t recompute_ns) {
+  std::lock_guard<std::mutex> l(predict_mu_);
+  return predictors_[static_cast<size_t>(path)].Decide(SteadyNowMs(), bytes, recompute_ns);
+}
+
+void EngineClient::RecordLoad(LoadPath path, uint64_t bytes, uint64_t elapsed_us) {
+  std::lock_guard<std::mutex> l(predict_mu_);
+  predictors_[static_cast<size_t>(path)].Record(SteadyNowMs(), bytes, elapsed_us);
 }
 
 PooledConnection EngineClient::Borrow() {

@@ -4,6 +4,7 @@
 #ifndef KVCS_ENGINE_ENGINE_CLIENT_H_
 #define KVCS_ENGINE_ENGINE_CLIENT_H_
 
+#include <array>
 #include <cstdint>
 #include <memory>
 #include <mutex>
@@ -15,6 +16,7 @@
 
 #include "common/crypto.h"
 #include "common/status.h"
+#include "engine/load_predictor.h"
 #include "engine/paged_layout.h"
 #include "kvsp/descriptor.h"
 #include "kvsp/ids.h"
@@ -62,6 +64,12 @@ struct EngineClientOptions {
 
 class MoqtLink;
 class IndexLookup;
+
+// The paths a load runs over, each with its own measured delivery rate (load_predictor.h).
+enum class LoadPath : uint8_t { kHttp = 0, kSameHost = 1, kRelay = 2 };
+inline constexpr size_t kLoadPaths = 3;
+// "store HTTP", "same host", "MOQT relay".
+std::string_view LoadPathName(LoadPath p);
 
 class EngineClient;
 
@@ -126,6 +134,16 @@ class EngineClient {
 
   PooledConnection Borrow();
 
+  // The store path of this client's loads: same host with a shm_socket, else HTTP.
+  LoadPath StorePath() const {
+    return options_.shm_socket.empty() ? LoadPath::kHttp : LoadPath::kSameHost;
+  }
+  // Whether a load of `bytes` over `path` is worth starting against recompute_ns (0: not given),
+  // from the rate recent loads over the path measured (LoadPredictor::Decide, now).
+  LoadDecision DecideLoad(LoadPath path, uint64_t bytes, uint64_t recompute_ns);
+  // A load over `path` that ended now, having delivered `bytes` verified bytes in elapsed_us.
+  void RecordLoad(LoadPath path, uint64_t bytes, uint64_t elapsed_us);
+
   // Runs call(objcache::Client&) -> Result/Status on a pooled connection. A failure on a reused
   // connection (one the store may have closed while it sat idle: the request dies with a broken
   // pipe or a reset) is retried once on a fresh connection when may_retry() says the call had no
@@ -164,6 +182,8 @@ class EngineClient {
   std::vector<std::unique_ptr<objcache::Client>> idle_;  // guarded by mu_
   std::shared_ptr<MoqtLink> moqt_;      // shared with the process's other clients of the relay
   std::unique_ptr<IndexLookup> index_;  // null without an index_url
+  std::mutex predict_mu_;
+  std::array<LoadPredictor, kLoadPaths> predictors_;  // guarded by predict_mu_; by LoadPath
 };
 
 // A Status with an EngineError detail.

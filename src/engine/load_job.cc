@@ -1,6 +1,8 @@
 #include "engine/load_job.h"
 
 #include <algorithm>
+#include <chrono>
+#include <cstdio>
 #include <numeric>
 #include <string>
 #include <utility>
@@ -28,6 +30,18 @@ std::string_view BlockStatusName(objcache::BlockStatus s) {
   return "unknown";
 }
 
+uint64_t SteadyNowUs() {
+  return std::chrono::duration_cast<std::chrono::microseconds>(
+             std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
+
+std::string Ms(double ms) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.1f", ms);
+  return buf;
+}
+
 }  // namespace
 
 LoadJob::LoadJob(EngineClient* client, std::vector<Digest> keys, size_t first_block,
@@ -39,6 +53,7 @@ LoadJob::LoadJob(EngineClient* client, std::vector<Digest> keys, size_t first_bl
       block_ids_(std::move(block_ids)),
       layers_(std::move(layers)),
       layout_(layout),
+      start_us_(SteadyNowUs()),
       state_(layers_.size()) {}
 
 Result<std::unique_ptr<LoadJob>> LoadJob::Start(EngineClient* client,
@@ -71,6 +86,8 @@ Result<std::unique_ptr<LoadJob>> LoadJob::Start(EngineClient* client,
       new LoadJob(client, std::move(keys), first_block,
                   std::vector<uint32_t>(block_ids.begin(), block_ids.end()),
                   std::vector<LayerTarget>(layers.begin(), layers.end()), layout));
+  job->path_ = client->moqt() ? LoadPath::kRelay : client->StorePath();
+  if (job->SkipIfSlowerThanRecompute()) return job;
   if (client->moqt()) {
     KVCS_RETURN_IF_ERROR(job->StartMoqt(tokens));
     return job;
@@ -91,10 +108,43 @@ LoadJob::~LoadJob() {
   }
 }
 
+bool LoadJob::SkipIfSlowerThanRecompute() {
+  const kvsp::Descriptor& d = client_->descriptor();
+  const uint64_t ns = client_->options().recompute_ns_per_token_layer;
+  const uint64_t bytes =
+      uint64_t{layers_.size()} * keys_.size() * 2 * client_->shape().section_bytes();
+  const LoadDecision decision = client_->DecideLoad(
+      path_, bytes, ns == 0 ? 0 : RecomputeNs(keys_.size(), d.block_tokens, d.layers, ns));
+  if (decision.load) return false;
+  const double mib = 1024.0 * 1024.0;
+  FailRemaining(EngineStatus(
+      Code::kUnavailable, EngineError::kBlocksFailed,
+      "predicted load " + Ms(decision.predicted_ms) + " ms > recompute " +
+          Ms(decision.recompute_ms) + " ms (" + std::to_string(bytes) + " bytes at the " +
+          Ms(decision.rate.value_or(0) / mib) + " MiB/s recent loads over " +
+          std::string(LoadPathName(path_)) +
+          " delivered): not loaded, every block is recompute (a load is tried anyway every " +
+          std::to_string(kProbeEverySkips) + "th skip or " + std::to_string(kProbeAfterMs / 1000) +
+          " s after the last try)"));
+  return true;
+}
+
+void LoadJob::RecordDelivery(uint64_t completing) {
+  if (cancel_.load() || recorded_.exchange(true)) return;
+  uint64_t bytes = completing;
+  {
+    std::lock_guard<std::mutex> l(mu_);
+    bytes += delivered_bytes_;
+  }
+  client_->RecordLoad(path_, bytes, SteadyNowUs() - start_us_);
+}
+
 void LoadJob::CompleteLayer(uint32_t layer, LayerState st) {
   st.done = true;
   {
     std::lock_guard<std::mutex> l(mu_);
+    delivered_bytes_ += (keys_.size() - std::min(st.failed.size(), keys_.size())) * 2 *
+                        client_->shape().section_bytes();
     if (!st.status.ok() && first_failure_.ok()) first_failure_ = st.status;
     state_[layer] = std::move(st);
     complete_ =
@@ -155,6 +205,9 @@ void LoadJob::Run() {
                                        std::to_string(keys_.size()) +
                                        " blocks failed (first: " + why + ")");
         }
+        if (size_t{dl.layer} + 1 == layers_.size()) {
+          RecordDelivery(BlockBytes(keys_.size() - st.failed.size()));
+        }
         CompleteLayer(dl.layer, std::move(st));
         ++next;
         return Status::Ok();
@@ -173,6 +226,7 @@ void LoadJob::Run() {
       result =
           EngineStatus(Code::kUnavailable, EngineError::kTransport, "load: " + result.message());
     }
+    RecordDelivery(0);
     FailRemaining(result);
   }
 }

@@ -87,6 +87,18 @@ class LoadJob {
   // Marks every layer not yet done with `why` (all blocks failed).
   void FailRemaining(const Status& why);
   void CompleteLayer(uint32_t layer, LayerState st);
+  // Whether the load is worth starting (EngineClient::DecideLoad over the path it would take,
+  // against recomputing its blocks); when not, fails every block as recompute at once. True when
+  // it was skipped.
+  bool SkipIfSlowerThanRecompute();
+  // Tells the client (once, unless cancelled) what the load delivered over path_ since it
+  // started: the blocks written so far plus `completing` bytes about to be. Called before the
+  // load's last layer completes, so that a load started after this one ended decides on it.
+  void RecordDelivery(uint64_t completing);
+  // K and V bytes of `blocks` blocks of one layer.
+  uint64_t BlockBytes(uint64_t blocks) const {
+    return blocks * 2 * client_->shape().section_bytes();
+  }
 
   // The MOQT path (load_job_moqt.cc).
   struct Moqt;
@@ -103,8 +115,11 @@ class LoadJob {
   std::vector<uint32_t> block_ids_;
   std::vector<LayerTarget> layers_;
   PagedLayout layout_;
-  std::mutex write_mu_;  // held while a layer is written into the engine's buffers
+  LoadPath path_ = LoadPath::kHttp;  // set before the load starts
+  uint64_t start_us_ = 0;            // steady clock
+  std::mutex write_mu_;              // held while a layer is written into the engine's buffers
   std::atomic<bool> cancel_{false};
+  std::atomic<bool> recorded_{false};  // RecordDelivery ran
   std::thread thread_;
 
   std::shared_ptr<Moqt> moqt_;  // link thread (set before it is shared)
@@ -114,6 +129,7 @@ class LoadJob {
   bool finished_ = false;          // guarded by mu_
   bool complete_ = false;          // guarded by mu_: every layer done (the MOQT path)
   Status first_failure_;           // guarded by mu_
+  uint64_t delivered_bytes_ = 0;   // guarded by mu_: K and V of the blocks written
 };
 
 }  // namespace kvcs::engine

@@ -81,7 +81,9 @@ Status LoadJob::StartMoqt(std::span<const uint32_t> tokens) {
   moqt_ = std::make_shared<Moqt>();
   moqt_->got.assign(layers_.size(), std::vector<LoadSource>(keys_.size(), LoadSource::kPending));
   if (!*found && client_->has_store()) {
-    // No publication at the relay: the store serves the whole load (the HTTP path).
+    // No publication at the relay: the store serves the whole load (the HTTP path), measured as
+    // the store's.
+    path_ = client_->StorePath();
     thread_ = std::thread([this] { Run(); });
     return Status::Ok();
   }
@@ -187,6 +189,15 @@ void LoadJob::OnMoqtLayer(const stream::VerifiedLayer& vl) {
   }
   if (std::none_of(got.begin(), got.end(),
                    [](LoadSource s) { return s == LoadSource::kPending; })) {
+    bool last = false;
+    {
+      std::lock_guard<std::mutex> lk(mu_);
+      last =
+          std::count_if(state_.begin(), state_.end(), [](const LayerState& s) { return s.done; }) +
+              1 ==
+          static_cast<std::ptrdiff_t>(state_.size());
+    }
+    if (last) RecordDelivery(BlockBytes(keys_.size()));
     LayerState st;
     st.sources = got;
     CompleteLayer(vl.layer, std::move(st));
@@ -197,6 +208,17 @@ void LoadJob::OnMoqtRecovering(LoadSource from) { moqt_->from = from; }
 
 void LoadJob::OnMoqtDone(const stream::RetrievalReport& rep) {
   if (cancel_.load()) return;  // Cancel's task reports it
+  // What the layers completed below hold, recorded before they complete.
+  uint64_t completing = 0;
+  for (uint32_t l = 0; l < layers_.size(); ++l) {
+    {
+      std::lock_guard<std::mutex> lk(mu_);
+      if (state_[l].done) continue;
+    }
+    completing += BlockBytes(std::count_if(moqt_->got[l].begin(), moqt_->got[l].end(),
+                                           [](LoadSource s) { return s != LoadSource::kPending; }));
+  }
+  RecordDelivery(completing);
   for (uint32_t l = 0; l < layers_.size(); ++l) {
     {
       std::lock_guard<std::mutex> lk(mu_);

@@ -660,6 +660,30 @@ static void test_deadline(float* k, float* v) {
     CHECK(strstr(kvcs_last_error(), "deadline") != NULL);
     kvcs_load_free(ld);
   }
+  /* That load measured the relay path's rate (one layer in a second): the next load is predicted
+   * slower than recomputing (3 blocks of 4 tokens over 3 layers at 1 ns) and not started; every
+   * block of every layer is recompute at once, and the message gives both times. */
+  ld = kvcs_load_start(c, dt, 13, 0, ids, 3, bufs, kLayers, &layout, &st);
+  CHECK(ld != NULL);
+  if (ld) {
+    for (int l = 0; l < kLayers; ++l) {
+      uint32_t failed[4];
+      size_t n_failed = 0;
+      CHECK_STATUS(kvcs_load_wait_layer(ld, (uint32_t)l, failed, 4, &n_failed),
+                   KVCS_ERR_BLOCKS_FAILED);
+      CHECK(n_failed == 3 && failed[0] == 0 && failed[1] == 1 && failed[2] == 2);
+      CHECK(strstr(kvcs_last_error(), "predicted load ") != NULL);
+      CHECK(strstr(kvcs_last_error(), " ms > recompute 0.0 ms") != NULL);
+      uint8_t src[4] = {0, 0, 0, 0};
+      size_t n_src = 0;
+      CHECK_STATUS(kvcs_load_block_sources(ld, (uint32_t)l, src, 4, &n_src), KVCS_OK);
+      CHECK(n_src == 3 && src[0] == KVCS_SOURCE_RECOMPUTE && src[1] == KVCS_SOURCE_RECOMPUTE &&
+            src[2] == KVCS_SOURCE_RECOMPUTE);
+    }
+    CHECK_STATUS(kvcs_load_finish(ld), KVCS_ERR_BLOCKS_FAILED);
+    CHECK(strstr(kvcs_last_error(), "predicted load ") != NULL);
+    kvcs_load_free(ld);
+  }
   kvcs_save_free(s);
   kvcs_client_free(c);
 }

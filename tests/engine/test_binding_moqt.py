@@ -106,6 +106,23 @@ def deadline_path(kvcs_binary):
         check(np.count_nonzero(dst[L - 1][0]) == 0, "deadline: a failed layer was written")
         print("deadline: layer %d recompute: %s" % (L - 1, why))
         load.close()
+        # That load measured the relay path (one layer in a second): the next is predicted slower
+        # than recomputing and not started; every block of every layer is recompute at once.
+        dst = numpy_targets()
+        load = c.load(tokens, 0, [5, 1, 4], dst, kvcs.paged_layout(dst[0][0], B, H, D))
+        for layer in range(L):
+            failed, why = load.wait_layer_detail(layer)
+            check(failed == [0, 1, 2], "skipped: layer %d failed %s" % (layer, failed))
+            check("predicted load " in why and " ms > recompute " in why,
+                  "skipped: the message gives both times: %r" % why)
+            check(load.block_sources(layer) == ["recompute"] * 3,
+                  "skipped: sources %s" % load.block_sources(layer))
+        status, msg = load.finish()
+        check(status == "KVCS_ERR_BLOCKS_FAILED" and "predicted load " in msg,
+              "skipped: finish %r" % ((status, msg),))
+        check(all(np.count_nonzero(k) == 0 for k, _ in dst), "skipped: a layer was written")
+        print("skipped: %s" % msg)
+        load.close()
         save.close()
 
 

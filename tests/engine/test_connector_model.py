@@ -132,6 +132,40 @@ def run_path(store, shm, dtype=torch.float32):
                                       diff_c))
 
 
+def run_skipped(store):
+    """A client that says recomputing costs 1 ns per token and layer: B's load over HTTP measures
+    the path (the store path has no deadline: everything arrives); C's load of the same prefix is
+    then predicted slower than recomputing and not started: every prefix block is reported by
+    get_block_ids_with_load_errors at once ("predicted load"), C recomputes from token 0, and its
+    logits are a full recompute's."""
+    name = "skipped (HTTP)"
+    model_cfg = TinyLlamaConfig()
+    model = TinyLlama(model_cfg)
+    cfg = KVCSConfig(store_url=store.url, access_key=store.access_key,
+                     secret_key=store.secret_key, descriptor=model.descriptor(B),
+                     bucket="engine-model-skip", recompute_ns_per_token_layer=1)
+    g = torch.Generator().manual_seed(11)
+    prefix = torch.randint(0, model_cfg.vocab, (P * B,), generator=g).tolist()
+    tokens = [prefix + torch.randint(0, model_cfg.vocab, (B + 1 + i,), generator=g).tolist()
+              for i in range(3)]
+    plain = MiniEngine(model, None, None, num_blocks=64, block_tokens=B)
+    want_c, _ = plain.prefill("ref-c", tokens[2])
+    eng = engine_for(model, cfg)
+    eng.prefill("A", tokens[0])
+    _, rep_b = eng.prefill("B", tokens[1])
+    check(rep_b.external_tokens == P * B and not rep_b.load_errors,
+          "%s: B loaded %d tokens, errors %s" % (name, rep_b.external_tokens, rep_b.load_errors))
+    got_c, rep_c = eng.prefill("C", tokens[2])
+    check(rep_c.external_tokens == P * B, "%s: C matched %d tokens" % (name, rep_c.external_tokens))
+    check(len(rep_c.load_errors) == P, "%s: load errors %s, want all %d prefix blocks" %
+          (name, rep_c.load_errors, P))
+    check(rep_c.recomputed_from == 0, "%s: recomputed from %s" % (name, rep_c.recomputed_from))
+    check_failures(rep_c, "C", "predicted load", name)
+    diff = check_logits(got_c, want_c, torch.float32, name + ": C")
+    print("%s: C's load not started (%s), recomputed from token 0, max |logit diff| %.3g" %
+          (name, next(iter(rep_c.load_failures["C"].values())), diff))
+
+
 def relay_config(model, url):
     return KVCSConfig(store_url=None, access_key="", secret_key="", descriptor=model.descriptor(B),
                       relay_url=url, relay_insecure=True)
@@ -230,6 +264,7 @@ def main():
         run_path(store, shm=False)
         run_path(store, shm=True)
         run_path(store, shm=False, dtype=torch.bfloat16)
+        run_skipped(store)
         run_relay_path(sys.argv[1], sys.argv[2], store)
     print("connector + model: all checks passed")
     return 0
