@@ -1,6 +1,7 @@
 // The one-pass manifest reader. See manifest_one_pass.h.
 #include "profile/manifest_one_pass.h"
 
+#include <algorithm>
 #include <cstdint>
 #include <span>
 #include <string_view>
@@ -17,11 +18,21 @@ constexpr uint64_t kMaxJsonInt = kvsp::kMaxJsonInteger;
 // 16 digits cannot overflow the accumulator.
 constexpr int kMaxIntDigits = 16;
 
-int HexValue(char c) {
-  if (c >= '0' && c <= '9') return c - '0';
-  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
-  return -1;  // uppercase too: the reference requires lowercase
-}
+// A digest in the text is at least its 64 hex characters, two quotes and a separator: what can be
+// reserved for the digests still to come is bounded by the text left, not by a claimed count.
+constexpr size_t kMinDigestText = 2 * kDigestSize + 3;
+
+// Lowercase hex digit values; 0xff for every other byte (uppercase too: the reference requires
+// lowercase).
+struct HexTable {
+  uint8_t v[256];
+  constexpr HexTable() : v() {
+    for (int i = 0; i < 256; ++i) v[i] = 0xff;
+    for (int i = 0; i < 10; ++i) v['0' + i] = static_cast<uint8_t>(i);
+    for (int i = 0; i < 6; ++i) v['a' + i] = static_cast<uint8_t>(10 + i);
+  }
+};
+constexpr HexTable kHex;
 
 // A cursor over the text. Every reader returns false on anything outside the accepted subset;
 // the caller then gives up (nullopt) and the reference decides.
@@ -43,6 +54,7 @@ class Reader {
     return p_ == end_;
   }
   const char* pos() const { return p_; }
+  size_t left() const { return static_cast<size_t>(end_ - p_); }
   bool Peek(char c) const { return p_ < end_ && *p_ == c; }
 
   // Printable ASCII, no escapes.
@@ -103,12 +115,14 @@ class Reader {
   bool Hex32(Digest* out) {
     std::string_view s;
     if (!String(&s) || s.size() != 2 * kDigestSize) return false;
+    uint8_t bad = 0;
     for (size_t i = 0; i < kDigestSize; ++i) {
-      const int hi = HexValue(s[2 * i]), lo = HexValue(s[2 * i + 1]);
-      if (hi < 0 || lo < 0) return false;
+      const uint8_t hi = kHex.v[static_cast<unsigned char>(s[2 * i])];
+      const uint8_t lo = kHex.v[static_cast<unsigned char>(s[2 * i + 1])];
+      bad |= (hi | lo) & 0xf0;
       (*out)[i] = static_cast<uint8_t>(hi << 4 | lo);
     }
-    return true;
+    return bad == 0;
   }
   // "{ member (, member)* }" or "{}"; `member(key)` reads the value after the colon.
   template <typename F>
@@ -199,6 +213,9 @@ bool Digests(Reader& r, ManifestSegment* s) {
     return r.Array([&] {
       if (groups.size() >= kvsp::kMaxLayers) return false;
       auto& digests = groups.emplace_back();
+      // The segment's block count when it came first (ManifestToJson sorts it before), bounded
+      // by what the text can still hold.
+      digests.reserve(std::min<uint64_t>(s->blocks, r.left() / kMinDigestText));
       return r.Array([&] {
         if (digests.size() >= kMaxManifestBlocks) return false;
         return r.Hex32(&digests.emplace_back());
