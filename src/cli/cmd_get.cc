@@ -1,6 +1,7 @@
 // kvcs get: retrieve a KV cache over MOQT from a publisher (`kvcs publish`) or relay: discover
-// the publication of the longest prefix of the prompt (§5.1), retrieve it live or completed
-// (§5.2, §5.3), verify every manifest and object (§5.4), recover what is missing or corrupt from
+// the publication of the longest prefix of the prompt (§5.1), retrieve it (by default per segment
+// by the manifest's `complete`: FETCH §5.3 when complete, else live §5.2; --live / --completed
+// force one), verify every manifest and object (§5.4), recover what is missing or corrupt from
 // the prefix's other publications, then the --holder KVSP HTTP holders (kvcs_stream/recovery.h),
 // print the per-layer timeline and where every block came from, and write the verified cache as
 // safetensors.
@@ -278,7 +279,15 @@ class Get {
               << " prefixes tried) at +" << NowMs() - start_ms_ << " ms" << std::endl;
     stream::RecoveryOptions ro;
     stream::RetrievalOptions& o = ro.retrieval;
-    o.mode = a_.completed ? stream::RetrievalMode::kCompleted : stream::RetrievalMode::kLive;
+    o.mode = a_.completed ? stream::RetrievalMode::kCompleted
+             : a_.live    ? stream::RetrievalMode::kLive
+                          : stream::RetrievalMode::kAuto;
+    o.on_object_received = [this](const stream::ReceivedObjectInfo& i) {
+      if (i.kind != profile::TrackKind::kData) return;
+      ++(i.fetched ? objects_fetched_ : objects_live_);
+      bytes_received_ += i.payload_bytes;
+    };
+    std::cout << "retrieving " << stream::RetrievalModeName(o.mode) << std::endl;
     o.verifier.identity = identity_;
     o.verifier.publication = r.best()->ns;
     o.verifier.keys = &keys_;
@@ -335,6 +344,9 @@ class Get {
               << " blocks x " << rep.layers << " layers, " << rep.recompute_count()
               << " (block, layer) to recompute, " << rep.refusals_total << " refusal(s)"
               << std::endl;
+    std::cout << "received " << objects_fetched_ + objects_live_ << " data objects ("
+              << bytes_received_ << " bytes): " << objects_fetched_ << " by FETCH, "
+              << objects_live_ << " by subscription" << std::endl;
     if (a_.choose_encoding) {
       std::cout << "encoding: " << stream::EncodingName(rep.encoding) << " (chosen at "
                 << static_cast<uint64_t>(rep.choice_rate_bytes_per_s / 1e6) << " MB/s against "
@@ -420,6 +432,7 @@ class Get {
   stream::DiscoveryResult from_index_;  // the publication the index named, until used
   uint32_t first_layer_ = 0, last_layer_ = 0;
   uint64_t section_ = 0, start_ms_ = 0;
+  uint64_t objects_fetched_ = 0, objects_live_ = 0, bytes_received_ = 0;  // on_object_received
   std::map<uint32_t, Bytes> k_, v_;
   bool finished_ = false;
   int rc_ = 0;
@@ -438,8 +451,10 @@ RunFn Setup(CLI::App& app) {
   a->scope.Add(cmd);
   cmd->add_option("--producer-key", a->producer_key,
                   "producer public key (kvcs keygen producer): require a signed manifest");
-  cmd->add_flag("--live", a->live, "subscribe (join a production in progress; the default)");
-  cmd->add_flag("--completed", a->completed, "fetch a completed cache");
+  cmd->add_flag("--live", a->live,
+                "subscribe to every segment (Next Object + fill from 0:0), even a completed one");
+  cmd->add_flag("--completed", a->completed,
+                "FETCH every segment, even one still produced (what is not there yet is missing)");
   cmd->add_option("--layers", a->layers, "only layers A-B (inclusive)");
   cmd->add_option("--blocks", a->blocks, "only the first N blocks of the prompt");
   cmd->add_option("--ns-per-token-layer", a->ns_per_token_layer,
@@ -458,16 +473,20 @@ RunFn Setup(CLI::App& app) {
       ->allow_extra_args(false);
   cmd->add_option("--out", a->out, "write the verified cache here (safetensors)");
   a->tls.Add(cmd);
-  a->index.Add(cmd,
-               "first ask this KVSP Index Service (http[s]://HOST:PORT) for the longest held prefix "
-               "and its holders (printed); a moqt:// holder is retrieved directly");
+  a->index.Add(
+      cmd,
+      "first ask this KVSP Index Service (http[s]://HOST:PORT) for the longest held prefix "
+      "and its holders (printed); a moqt:// holder is retrieved directly");
   cmd->footer(
       "Example:\n"
       "  kvcs get moqt://127.0.0.1:4443/ --insecure --tokens prompt.txt --descriptor d.json \\\n"
-      "      --scope-key-file tenant.key --producer-key producer.pub --completed \\\n"
-      "      --out got.safetensors\n"
+      "      --scope-key-file tenant.key --producer-key producer.pub --out got.safetensors\n"
       "  kvcs get --index http://127.0.0.1:7070 --index-token-file lookup.jwt --insecure \\\n"
       "      --tokens prompt.txt --descriptor d.json --scope-key-file tenant.key\n"
+      "Without --live or --completed each segment is retrieved by what the manifest says: FETCHed\n"
+      "when complete, joined live while produced (a FETCH that comes back short, e.g. from a "
+      "relay\n"
+      "still filling, is continued live).\n"
       "Exit status: 0 when every block was retrieved (over MOQT or from a holder) and verified,\n"
       "1 otherwise.");
   return [a] { return Get(*a).Go(); };

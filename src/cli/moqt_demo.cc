@@ -214,7 +214,8 @@ class Demo : public moqt::MoqtSessionCallbacks {
 
   void StartRetrieval(Consumer& c) {
     stream::RetrievalOptions o;
-    o.mode = stream::RetrievalMode::kLive;
+    // Per segment by the manifest: A's is still produced (joined live), B's complete (FETCHed).
+    o.mode = stream::RetrievalMode::kAuto;
     o.verifier.identity = identity_;
     o.verifier.publication = pub_->ns();
     o.verifier.keys = &keys_;
@@ -290,7 +291,7 @@ class Demo : public moqt::MoqtSessionCallbacks {
   void StartRecovery(Consumer& c) {
     const kvsp::Descriptor& d = cache_.descriptor;
     stream::RecoveryOptions o;
-    o.retrieval.mode = stream::RetrievalMode::kLive;
+    o.retrieval.mode = stream::RetrievalMode::kAuto;  // the copy is complete: FETCHed
     o.retrieval.verifier.identity = identity_;
     o.retrieval.verifier.publication = pub_->ns();
     o.retrieval.verifier.keys = &keys_;
@@ -429,11 +430,21 @@ class Demo : public moqt::MoqtSessionCallbacks {
       out_ << line << (c->mismatches == 0 ? "bit-exact" : "MISMATCHES") << ", "
            << c->bytes / (1024 * 1024) << " MiB in " << std::fixed;
       out_.precision(2);
-      out_ << s << " s\n";
+      out_ << s << " s, " << HowRetrieved(r) << "\n";
       out_.unsetf(std::ios::fixed);
     }
     out_ << "            relay: " << relay_upstream_ << " upstream subscriptions for 2 consumers\n";
     if (corrupt_keep_) PrintCorruptLeg(*corrupt_keep_);
+  }
+
+  // "live (SUBSCRIBE)", "by FETCH", or both with their (block, layer) counts.
+  static std::string HowRetrieved(const stream::RetrievalReport& r) {
+    const uint64_t live = r.count(stream::BlockSource::kMoqt);
+    const uint64_t fetched = r.count(stream::BlockSource::kMoqtFetch);
+    if (fetched == 0) return "live (SUBSCRIBE)";
+    if (live == 0) return "by FETCH";
+    return std::to_string(fetched) + " by FETCH, " + std::to_string(live) +
+           " live (a short FETCH continued)";
   }
 
   void PrintCorruptLeg(const Consumer& c) {

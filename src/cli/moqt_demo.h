@@ -7,14 +7,14 @@
 // Publisher (kvcs_stream) whose TrackStore is the TrackSource of a client session that announces
 // the publication to the relay (PUBLISH_NAMESPACE, as `kvcs publish --relay`), producing one layer
 // every `layer_ms` (the modeled compute pace) with a signed manifest.cose version after every
-// layer; two consumers through the relay, live (§5.2), one joining mid-production and one after
-// the end. Both verify everything (signature, every object's digest) and compare it bit-exact
-// with the source. Then consumer C retrieves the first blocks through a second relay hop serving
-// relay 1's copy with one bit flipped in one object (a corrupting relay), with the store (a
-// LocalStore behind the S3 server's /_kvsp endpoint) as its KVSP §8 holder: the object is refused
-// (Data Digest), and that (block, layer) is recovered from the store over HTTP within the bound.
-// Prints the per-layer timeline (published, ready at each consumer) and where each of C's blocks
-// came from. Blocking.
+// layer; two consumers through the relay, one joining mid-production (live, §5.2: the manifest
+// says the segment is still produced) and one after the end (FETCH, §5.3: complete; kAuto). Both
+// verify everything (signature, every object's digest) and compare it bit-exact with the source.
+// Then consumer C retrieves the first blocks through a second relay hop serving relay 1's copy with
+// one bit flipped in one object (a corrupting relay), with the store (a LocalStore behind the S3
+// server's /_kvsp endpoint) as its KVSP §8 holder: the object is refused (Data Digest), and that
+// (block, layer) is recovered from the store over HTTP within the bound. Prints the per-layer
+// timeline (published, ready at each consumer) and where each of C's blocks came from. Blocking.
 #ifndef KVCS_CLI_MOQT_DEMO_H_
 #define KVCS_CLI_MOQT_DEMO_H_
 

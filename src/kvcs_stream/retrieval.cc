@@ -9,6 +9,18 @@
 
 namespace kvcs::stream {
 
+std::string_view RetrievalModeName(RetrievalMode m) {
+  switch (m) {
+    case RetrievalMode::kLive:
+      return "live";
+    case RetrievalMode::kCompleted:
+      return "completed";
+    case RetrievalMode::kAuto:
+      return "auto";
+  }
+  return "?";
+}
+
 uint64_t RecomputeBoundMs(uint64_t blocks, uint32_t block_tokens, uint32_t layers,
                           uint64_t ns_per_token_layer, uint64_t floor_ms) {
   // Saturating: a huge cost means "no useful bound", not an overflow into a tiny one.
@@ -25,6 +37,9 @@ struct Retrieval::Request : moqt::SubscribeVisitor, moqt::FetchVisitor {
   moqt::FullTrackName name;
   profile::TrackKind kind = profile::TrackKind::kData;
   bool fetch = false;
+  uint32_t segment = 0;  // data: the segment, and its needed Object IDs 0..objects-1
+  uint64_t objects = 0;
+  std::optional<moqt::Location> last_received;  // the largest Location delivered
   uint64_t id = 0;
   bool ended = false;
   bool got_object = false;
@@ -52,7 +67,9 @@ struct Retrieval::Request : moqt::SubscribeVisitor, moqt::FetchVisitor {
     owner->OnRequestEnded(*this, d.error);
   }
   void OnComplete(const moqt::FetchDone& d) override {
-    if (owner != nullptr && !ended) owner->OnRequestEnded(*this, d.error);
+    if (owner == nullptr || ended) return;
+    if (kind == profile::TrackKind::kData && owner->ContinueShortFetch(*this, d)) return;
+    owner->OnRequestEnded(*this, d.error);
   }
 };
 
@@ -101,6 +118,7 @@ Result<std::unique_ptr<Retrieval>> Retrieval::Start(moqt::MoqtSession* session,
   r->started_ms_ = r->clock_ms_();
   r->choosing_ = r->options_.choose_encoding.has_value();
   KVCS_RETURN_IF_ERROR(r->SubscribeManifest(profile::TrackKind::kManifestCose));
+  // kAuto waits for the manifest: whether segment 0 is complete decides FETCH or SUBSCRIBE.
   if (r->options_.mode == RetrievalMode::kLive && r->verifier_.needed_blocks() > 0 &&
       !r->choosing_) {
     // Segment 0 exists in every publication and starts at block 0: join it at once, in parallel
@@ -123,7 +141,7 @@ Status Retrieval::SubscribeManifest(profile::TrackKind kind) {
   moqt::SubscribeOptions o;
   o.filter = {moqt::LocationFilterType::kNextObject};
   o.fill = moqt::LocationFilter{moqt::LocationFilterType::kRelativeStart, 1};
-  o.subscriber_priority = options_.subscriber_priority;
+  o.subscriber_priority = options_.manifest_subscriber_priority;
   KVCS_ASSIGN_OR_RETURN(req->id, session_->Subscribe(req->name, o, req));
   requests_[req->name.name] = req;
   return Status::Ok();
@@ -138,46 +156,113 @@ void Retrieval::FetchLastManifest(Request& ended, uint64_t group) {
   req->fetch = true;
   moqt::FetchOptions o;
   o.range = moqt::LocationFilter{moqt::LocationFilterType::kAbsoluteStartGroupEnd, group, 0, 0};
-  o.subscriber_priority = options_.subscriber_priority;
+  o.subscriber_priority = options_.manifest_subscriber_priority;
   auto id = session_->Fetch(req->name, o, req);
   if (!id.ok()) {
     OnRequestEnded(ended, std::nullopt);
     return;
   }
   req->id = *id;
-  // `ended` is running its OnComplete: keep it alive until the Retrieval goes.
-  retired_.push_back(requests_[req->name.name]);
-  requests_[req->name.name] = req;
+  Replace(ended, std::move(req));
   CheckDone();
+}
+
+void Retrieval::Replace(Request& ended, std::shared_ptr<Request> replacement) {
+  ended.ended = true;
+  // `ended` is running its OnComplete: keep it alive until the Retrieval goes.
+  std::shared_ptr<Request>& slot = requests_[replacement->name.name];
+  retired_.push_back(std::move(slot));
+  slot = std::move(replacement);
+}
+
+Result<std::shared_ptr<Retrieval::Request>> Retrieval::SubscribeData(
+    const moqt::FullTrackName& name, uint32_t segment, uint64_t objects,
+    std::optional<moqt::Location> from) {
+  auto req = std::make_shared<Request>();
+  req->owner = this;
+  req->name = name;
+  req->segment = segment;
+  req->objects = objects;
+  moqt::SubscribeOptions o;
+  if (from) {
+    // The continuation of a short FETCH: the fill brings what the peer holds from `from` on, the
+    // subscription what arrives there later; both start at `from` (with Next Object, objects
+    // before `from` published meanwhile would come too, only to be discarded).
+    o.filter = {moqt::LocationFilterType::kAbsoluteStart, from->group, from->object};
+    o.fill = o.filter;
+  } else {
+    // §5.2: Next Object + FILL_PARAMETERS Absolute Start 0:0.
+    o.filter = {moqt::LocationFilterType::kNextObject};
+    o.fill = moqt::LocationFilter{moqt::LocationFilterType::kAbsoluteStart, 0, 0};
+  }
+  o.subscriber_priority = options_.subscriber_priority;
+  o.object_id_ranges = {{0, objects - 1}};
+  KVCS_ASSIGN_OR_RETURN(req->id, session_->Subscribe(req->name, o, req));
+  return req;
+}
+
+Result<std::shared_ptr<Retrieval::Request>> Retrieval::FetchData(const moqt::FullTrackName& name,
+                                                                 uint32_t segment,
+                                                                 uint64_t objects) {
+  const uint32_t a = verifier_.first_layer(), b = verifier_.last_layer();
+  auto req = std::make_shared<Request>();
+  req->owner = this;
+  req->name = name;
+  req->segment = segment;
+  req->objects = objects;
+  req->fetch = true;
+  moqt::FetchOptions o;
+  o.range = moqt::LocationFilter{moqt::LocationFilterType::kAbsoluteStartGroupEnd, a, 0, b - a};
+  o.group_order = moqt::GroupOrder::kAscending;
+  o.subscriber_priority = options_.subscriber_priority;
+  o.object_id_ranges = {{0, objects - 1}};
+  KVCS_ASSIGN_OR_RETURN(req->id, session_->Fetch(req->name, o, req));
+  return req;
 }
 
 Status Retrieval::RequestSegment(const NeededSegment& s) {
   if (!requested_segments_.insert(s.segment).second) return Status::Ok();
-  const uint32_t a = verifier_.first_layer(), b = verifier_.last_layer();
+  const bool fetch = options_.mode == RetrievalMode::kCompleted ||
+                     (options_.mode == RetrievalMode::kAuto && s.complete);
+  if (fetch) fetched_segments_.insert(s.segment);
   for (const profile::TrackName& t : s.tracks) {
-    auto req = std::make_shared<Request>();
-    req->owner = this;
-    req->name = {ns_, profile::FormatTrackName(t)};
-    std::vector<moqt::FilterRange> ranges = {{0, s.objects - 1}};
-    if (options_.mode == RetrievalMode::kLive) {
-      moqt::SubscribeOptions o;
-      o.filter = {moqt::LocationFilterType::kNextObject};
-      o.fill = moqt::LocationFilter{moqt::LocationFilterType::kAbsoluteStart, 0, 0};
-      o.subscriber_priority = options_.subscriber_priority;
-      o.object_id_ranges = ranges;
-      KVCS_ASSIGN_OR_RETURN(req->id, session_->Subscribe(req->name, o, req));
-    } else {
-      req->fetch = true;
-      moqt::FetchOptions o;
-      o.range = moqt::LocationFilter{moqt::LocationFilterType::kAbsoluteStartGroupEnd, a, 0, b - a};
-      o.group_order = moqt::GroupOrder::kAscending;
-      o.subscriber_priority = options_.subscriber_priority;
-      o.object_id_ranges = ranges;
-      KVCS_ASSIGN_OR_RETURN(req->id, session_->Fetch(req->name, o, req));
-    }
-    requests_[req->name.name] = req;
+    const moqt::FullTrackName name{ns_, profile::FormatTrackName(t)};
+    KVCS_ASSIGN_OR_RETURN(auto req, fetch
+                                        ? FetchData(name, s.segment, s.objects)
+                                        : SubscribeData(name, s.segment, s.objects, std::nullopt));
+    requests_[name.name] = std::move(req);
   }
   return Status::Ok();
+}
+
+bool Retrieval::ContinueShortFetch(Request& ended, const moqt::FetchDone& d) {
+  if (options_.mode != RetrievalMode::kAuto || done_ || d.session_closed || d.end_of_track ||
+      session_->closed()) {
+    return false;
+  }
+  // INVALID_RANGE: the peer held nothing from layer a on yet. Another refusal, or a fetch stream
+  // reset: not a short answer (reported as a refusal, or what is missing stays missing).
+  const bool nothing_yet =
+      d.error &&
+      d.error->error_code == static_cast<uint64_t>(moqt::RequestErrorCode::kInvalidRange);
+  if (!d.ok && !nothing_yet) return false;
+  // Where the FETCH stopped: the last object it delivered, or the peer's End Location when that
+  // is later (objects it had but the OBJECTID_FILTER or a gap left out).
+  std::optional<moqt::Location> stopped = ended.last_received;
+  if (d.end_location && (!stopped || *d.end_location > *stopped)) stopped = d.end_location;
+  const moqt::Location want{verifier_.last_layer(), ended.objects - 1};
+  if (stopped && *stopped >= want) return false;  // the whole range: not short
+  moqt::Location from{verifier_.first_layer(), 0};
+  if (stopped) {
+    from = stopped->object + 1 >= ended.objects
+               ? moqt::Location{stopped->group + 1, 0}
+               : moqt::Location{stopped->group, stopped->object + 1};
+  }
+  auto sub = SubscribeData(ended.name, ended.segment, ended.objects, from);
+  if (!sub.ok()) return false;
+  Replace(ended, std::move(*sub));
+  CheckDone();
+  return true;
 }
 
 void Retrieval::RequestNeededSegments() {
@@ -190,9 +275,22 @@ void Retrieval::RequestNeededSegments() {
   }
 }
 
+void Retrieval::NoteArrival(const Request& r, const moqt::ReceivedObject& o) {
+  if (!options_.on_object_received) return;
+  ReceivedObjectInfo info;
+  info.track = r.name.name;
+  info.kind = r.kind;
+  info.location = o.location;
+  info.payload_bytes = o.payload.size();
+  info.fetched = r.fetch;
+  info.at_ms = clock_ms_();
+  options_.on_object_received(info);
+}
+
 void Retrieval::OnManifestObject(Request& r, const moqt::ReceivedObject& o) {
   if (o.status != moqt::ObjectStatus::kNormal) return;
   r.got_object = true;
+  NoteArrival(r, o);
   ByteSpan payload;
   secure::OpenedPayload plain;
   if (!OpenPayload(r, o, &payload, &plain)) return CheckDone();
@@ -225,6 +323,11 @@ void Retrieval::ApplyEncodingChoice(size_t manifest_bytes) {
 void Retrieval::OnDataObject(Request& r, const moqt::ReceivedObject& o) {
   if (o.status != moqt::ObjectStatus::kNormal) return;
   r.got_object = true;
+  NoteArrival(r, o);
+  if (!r.last_received || o.location > *r.last_received) r.last_received = o.location;
+  if (!r.fetch && o.location.group <= UINT32_MAX) {
+    live_layers_.insert({r.segment, static_cast<uint32_t>(o.location.group)});
+  }
   last_data_ms_ = clock_ms_();
   if (data_bytes_ == 0) first_data_ms_ = last_data_ms_;
   data_bytes_ += o.payload.size();
@@ -333,6 +436,23 @@ void Retrieval::OnTimer() {
   Finish(StreamError::kDeadline);
 }
 
+void Retrieval::MarkFetchedLayers(RetrievalReport* report) const {
+  const profile::Manifest* m = verifier_.manifest();
+  if (m == nullptr || fetched_segments_.empty()) return;
+  for (const profile::ManifestSegment& s : m->segments) {
+    if (!fetched_segments_.count(s.segment)) continue;
+    const uint64_t end = std::min<uint64_t>(report->blocks, s.first_block + s.blocks);
+    for (uint32_t l = 0; l < report->layers; ++l) {
+      const uint32_t layer = report->first_layer + l;
+      if (live_layers_.count({s.segment, layer})) continue;
+      for (uint64_t b = s.first_block; b < end; ++b) {
+        BlockOutcome& o = report->outcomes[uint64_t{l} * report->blocks + b];
+        if (o.source == BlockSource::kMoqt) o.source = BlockSource::kMoqtFetch;
+      }
+    }
+  }
+}
+
 void Retrieval::Cancel(Request& r) {
   if (r.ended) return;
   r.ended = true;
@@ -351,11 +471,7 @@ void Retrieval::Finish(StreamError rest) {
   // A layer that never completed still gives the blocks of it that verified.
   if (options_.deliver_verified_blocks) verifier_.DeliverVerifiedBlocks();
   report_ = verifier_.Report(rest);
-  if (options_.mode == RetrievalMode::kCompleted) {
-    for (BlockOutcome& o : report_.outcomes) {
-      if (o.source == BlockSource::kMoqt) o.source = BlockSource::kMoqtFetch;
-    }
-  }
+  MarkFetchedLayers(&report_);
   report_.deadline_ms = deadline_ms_;
   report_.timed_out = rest == StreamError::kDeadline;
   report_.encoding = verifier_.encoding();

@@ -11,12 +11,22 @@
 //   completed (kCompleted): after the first manifest, FETCH each needed data track for layers
 //     a..b (Absolute Start, Group End; ascending) with OBJECTID_FILTER 0..n-1 (sent when the
 //     peer's MAX_FILTER_RANGES allows; the session discards the excess otherwise).
+//   auto (kAuto): per segment, once a manifest lists it, by its `complete` flag: a completed
+//     segment is FETCHed as in kCompleted, one still being produced is SUBSCRIBEd as in kLive. A
+//     FETCH that comes back short (FETCH_OK's End Location before layer b's last needed object,
+//     or INVALID_RANGE: the peer, e.g. a relay still filling, did not hold the whole segment yet)
+//     is continued by a SUBSCRIBE from right after the last object the FETCH delivered or the
+//     peer said it had (LOCATION_FILTER and FILL_PARAMETERS both Absolute Start there: the fill
+//     brings what the peer holds by then, the subscription what arrives later): every object
+//     reaches us once, none that the FETCH delivered comes again. Data is requested
+//     only after the first manifest (a live join starts one round trip later than kLive's).
 // It ends when every needed layer was delivered; or when every data request ended and the
 // manifest marks the needed segments complete (what never came is kMissing); or when the
 // publication is refused; or at the deadline, the time recomputing would take (kDeadline).
 // Then it cancels what is still open and calls the done callback once. What it verified is
-// reported as BlockSource::kMoqt (live) or kMoqtFetch (completed). Recovery from other sources
-// builds on it: recovery.h.
+// reported as BlockSource::kMoqt (a layer of which any object came by a subscription) or
+// kMoqtFetch (every object of the layer by FETCH). Recovery from other sources builds on it:
+// recovery.h.
 //
 // Protocol logic only: no sockets; time from `clock_ms`, and the owner calls OnTimer() (an
 // endpoint's timer, or a test). THREADING: the session's thread. LIFETIME: the MoqtSession
@@ -31,6 +41,8 @@
 #include <memory>
 #include <set>
 #include <string>
+#include <string_view>
+#include <utility>
 
 #include "common/status.h"
 #include "kvcs_stream/digest_pool.h"
@@ -38,10 +50,33 @@
 #include "kvcs_stream/object_protection.h"
 #include "kvcs_stream/retrieval_report.h"
 #include "moqt_session/moqt_session.h"
+#include "profile/track_name.h"
 
 namespace kvcs::stream {
 
-enum class RetrievalMode { kLive, kCompleted };
+enum class RetrievalMode {
+  kLive,       // §5.2 for every segment: SUBSCRIBE Next Object + fill from 0:0
+  kCompleted,  // §5.3 for every segment: FETCH layers a..b
+  kAuto,       // per segment by the manifest's `complete`; a short FETCH continued live
+};
+// "live", "completed", "auto".
+std::string_view RetrievalModeName(RetrievalMode m);
+
+// The manifest gates the verification of every layer and a version is small: by default its
+// subscription goes before the data (0 is the highest subscriber priority), so that it is not
+// starved behind megabytes of objects a layer cannot be verified without.
+inline constexpr uint8_t kDefaultManifestSubscriberPriority = 0;
+
+// One object as it arrived from the peer (before decryption and verification; duplicates and
+// objects that then fail verification included), for progress and metrics.
+struct ReceivedObjectInfo {
+  std::string_view track;  // valid during the callback
+  profile::TrackKind kind = profile::TrackKind::kData;
+  moqt::Location location;
+  uint64_t payload_bytes = 0;
+  bool fetched = false;  // by FETCH; else by a subscription (its fill included)
+  uint64_t at_ms = 0;    // clock_ms at arrival
+};
 
 // A floor for the recompute bound: a retrieval gets at least a few round trips and a SETUP.
 inline constexpr uint64_t kDefaultMinDeadlineMs = 1000;
@@ -67,7 +102,12 @@ struct RetrievalOptions {
   // Nonzero: the absolute deadline (clock_ms) instead of now + the recompute bound (a Recovery
   // gives each source its share of the whole retrieval's bound).
   uint64_t deadline_at_ms = 0;
-  uint8_t subscriber_priority = 128;
+  uint8_t subscriber_priority = 128;  // of the data tracks' SUBSCRIBEs and FETCHes
+  // Of the manifest track's SUBSCRIBE (and the FETCH of a closed publication's last version).
+  uint8_t manifest_subscriber_priority = kDefaultManifestSubscriberPriority;
+  // Called for every Normal object received (manifest and data), on the session's thread, before
+  // it is verified. It must not destroy the Retrieval.
+  std::function<void(const ReceivedObjectInfo&)> on_object_received;
   // Set: objects carrying a Key ID are decrypted before verification (secure objects); one that
   // does not open is discarded, reported (kUndecryptable, kUnknownKeyId) and so missing.
   std::optional<ObjectDecryption> decryption;
@@ -125,6 +165,9 @@ class Retrieval {
   void OnManifestObject(Request& r, const moqt::ReceivedObject& o);
   void OnDataObject(Request& r, const moqt::ReceivedObject& o);
   void OnRequestEnded(Request& r, const std::optional<moqt::RequestError>& error);
+  // kAuto: a data FETCH ended short of layer b's last needed object; continues it by a
+  // subscription from where it stopped. False: it was not short (or not to be continued).
+  bool ContinueShortFetch(Request& ended, const moqt::FetchDone& d);
   // The manifest track ended before any version reached us: FETCH group `group`'s version.
   void FetchLastManifest(Request& ended, uint64_t group);
   // A data object hashed by the pool, back on the session's thread.
@@ -136,6 +179,18 @@ class Retrieval {
             DoneCallback on_done, std::function<uint64_t()> clock_ms);
   Status SubscribeManifest(profile::TrackKind kind);
   Status RequestSegment(const NeededSegment& s);
+  // One data track of segment `segment` (Object IDs 0..objects-1): a SUBSCRIBE (§5.2's join, or
+  // with `from` the continuation of a short FETCH from there), or a FETCH of layers a..b.
+  Result<std::shared_ptr<Request>> SubscribeData(const moqt::FullTrackName& name, uint32_t segment,
+                                                 uint64_t objects,
+                                                 std::optional<moqt::Location> from);
+  Result<std::shared_ptr<Request>> FetchData(const moqt::FullTrackName& name, uint32_t segment,
+                                             uint64_t objects);
+  // `replacement` takes over `ended`'s track while `ended` is still running its OnComplete.
+  void Replace(Request& ended, std::shared_ptr<Request> replacement);
+  void NoteArrival(const Request& r, const moqt::ReceivedObject& o);  // on_object_received
+  // Finish: kMoqt -> kMoqtFetch for the layers every object of which came by FETCH.
+  void MarkFetchedLayers(RetrievalReport* report) const;
   void RequestNeededSegments();
   void CheckDone();
   // choose_encoding: picks the encoding once the first manifest version (of `bytes`) arrived.
@@ -156,6 +211,8 @@ class Retrieval {
   std::map<std::string, std::shared_ptr<Request>> requests_;  // by track name
   std::vector<std::shared_ptr<Request>> retired_;             // replaced while running
   std::set<uint32_t> requested_segments_;
+  std::set<uint32_t> fetched_segments_;                  // requested by FETCH
+  std::set<std::pair<uint32_t, uint32_t>> live_layers_;  // (segment, layer): an object came live
   bool done_ = false;
   RetrievalReport report_;
   std::optional<PayloadDecryptor> decryptor_;

@@ -1,8 +1,10 @@
 // The consumer over the in-memory transport: a Publisher's TrackStore served by a server
 // MoqtSession, a Retrieval on the client session. Live retrieval joining before, during and after
 // production (exactly once), completed retrieval of a layer range with the first n blocks,
-// segments, signatures, and hostile input (LayerVerifier fed directly, and a served store with a
-// corrupted object) refused with typed reasons and never handed to the caller.
+// segments, signatures, auto mode (a completed publication FETCHed, one in production subscribed,
+// a short FETCH continued by a subscription, each object once), and hostile input (LayerVerifier
+// fed directly, and a served store with a corrupted object) refused with typed reasons and never
+// handed to the caller.
 #include "kvcs_stream/retrieval.h"
 
 #include <gtest/gtest.h>
@@ -27,6 +29,28 @@ struct Got {
   std::vector<std::string> mismatches;
   std::optional<RetrievalReport> report;
 };
+
+// Every object reported by on_object_received, by (track, location): how often, and by FETCH.
+struct Arrivals {
+  std::map<std::pair<std::string, moqt::Location>, int> count;
+  uint64_t fetched = 0, live = 0, manifests = 0;
+};
+void CountArrivals(RetrievalOptions& o, Arrivals* a) {
+  o.on_object_received = [a](const ReceivedObjectInfo& i) {
+    if (i.kind != profile::TrackKind::kData) {
+      ++a->manifests;
+      return;
+    }
+    a->count[{std::string(i.track), i.location}]++;
+    ++(i.fetched ? a->fetched : a->live);
+  };
+}
+void ExpectEachObjectOnce(const Arrivals& a, uint64_t objects) {
+  EXPECT_EQ(a.count.size(), objects);
+  for (const auto& [k, n] : a.count) {
+    EXPECT_EQ(n, 1) << k.first << " " << k.second.group << ":" << k.second.object;
+  }
+}
 
 LayerCallback Checker(const kvsp::Descriptor& d, Got* got) {
   return [d, got](const VerifiedLayer& l) {
@@ -107,6 +131,11 @@ class RetrievalTest : public ::testing::Test {
     EXPECT_TRUE(r.ok()) << r.status().ToString();
     pair_.RunUntilIdle();
     return r.ok() ? std::move(*r) : nullptr;
+  }
+  // Start, with every object's arrival counted in `a`.
+  std::unique_ptr<Retrieval> StartCounted(RetrievalOptions o, Arrivals* a, Got* got) {
+    CountArrivals(o, a);
+    return Start(std::move(o), got);
   }
   // Publishes every layer, then serves a copy of the publication from `hostile` whose v object
   // of layer 4, block 1 has one bit flipped (its Data no longer matches its Data Digest).
@@ -320,6 +349,111 @@ TEST_F(RetrievalTest, PublisherThatStopsEndsAtTheRecomputeDeadline) {
   EXPECT_EQ(got.report->at(0, 8).reason, StreamError::kDeadline);
   EXPECT_EQ(got.report->at(2, 7).source, BlockSource::kMoqt);
   EXPECT_EQ(got.report->recompute_count(), 3u * 2);
+}
+
+// ---- kAuto: per segment by the manifest's `complete`.
+
+TEST_F(RetrievalTest, AutoFetchesACompletedPublication) {
+  Create(PubConfig());
+  PublishLayers(d_.layers);
+  Serve(&store_);
+  Arrivals a;
+  Got got;
+  auto r = StartCounted(Options(RetrievalMode::kAuto, tokens_), &a, &got);
+  ExpectAllOnce(got);
+  EXPECT_EQ(got.report->count(BlockSource::kMoqtFetch), 3u * d_.layers);
+  ExpectEachObjectOnce(a, 2u * 3 * d_.layers);
+  EXPECT_EQ(a.fetched, 2u * 3 * d_.layers);
+  EXPECT_EQ(a.live, 0u);
+  EXPECT_GE(a.manifests, 1u);
+}
+
+TEST_F(RetrievalTest, AutoSubscribesAPublicationStillProduced) {
+  Create(PubConfig());
+  Serve(&store_);
+  PublishLayers(5);
+  Arrivals a;
+  Got got;
+  auto r = StartCounted(Options(RetrievalMode::kAuto, tokens_), &a, &got);
+  EXPECT_FALSE(got.report.has_value());
+  PublishLayers(d_.layers);
+  pair_.RunUntilIdle();
+  ExpectAllOnce(got);
+  EXPECT_EQ(got.report->count(BlockSource::kMoqt), 3u * d_.layers);
+  ExpectEachObjectOnce(a, 2u * 3 * d_.layers);
+  EXPECT_EQ(a.fetched, 0u);
+}
+
+// A relay-like copy whose manifest already marks segment 0 complete while its data tracks hold
+// only the objects before `before` (the relay is still receiving them); the rest arrives after the
+// retrieval started.
+class ShortFetchTest : public RetrievalTest {
+ protected:
+  moqt::TrackStore lagging_;
+  const std::vector<std::string> data_ = {"k.raw.s0", "v.raw.s0"};
+
+  void ServeUpTo(moqt::Location before) {
+    Create(PubConfig());
+    PublishLayers(d_.layers);
+    const moqt::TrackNamespace ns = pub_->track_namespace();
+    ASSERT_TRUE(test::CopyTracks(store_, ns, {"manifest"}, lagging_).ok());
+    ASSERT_TRUE(test::CopyTracks(store_, ns, data_, lagging_, {}, {{0, 0}, before}).ok());
+    Serve(&lagging_);
+  }
+  void DeliverTheRest(moqt::Location from) {
+    ASSERT_TRUE(
+        test::CopyTracks(store_, pub_->track_namespace(), data_, lagging_, {}, {from}).ok());
+    pair_.RunUntilIdle();
+  }
+};
+
+TEST_F(ShortFetchTest, AShortFetchIsContinuedLiveFromWhereItStoppedEachObjectOnce) {
+  // The copy holds layers 0..4 and blocks 0..1 of layer 5.
+  ASSERT_NO_FATAL_FAILURE(ServeUpTo({5, 2}));
+  Arrivals a;
+  Got got;
+  auto r = StartCounted(Options(RetrievalMode::kAuto, tokens_), &a, &got);
+  EXPECT_FALSE(got.report.has_value());
+  EXPECT_EQ(got.layers.size(), 5u);        // 0..4 by FETCH, verified by the manifest
+  EXPECT_EQ(a.fetched, 2u * (3 * 5 + 2));  // what the copy held when it answered
+  EXPECT_EQ(a.live, 0u);
+  DeliverTheRest({5, 2});
+  ExpectAllOnce(got);
+  ExpectEachObjectOnce(a, 2u * 3 * d_.layers);  // never an object twice
+  EXPECT_EQ(a.live, 2u * (1 + 3 * 4));          // from 5:2 on by the subscription
+  EXPECT_EQ(got.report->at(2, 4).source, BlockSource::kMoqtFetch);
+  EXPECT_EQ(got.report->at(0, 5).source, BlockSource::kMoqt);  // layer 5 was completed live
+  EXPECT_EQ(got.report->count(BlockSource::kMoqtFetch), 3u * 5);
+  EXPECT_EQ(got.report->count(BlockSource::kMoqt), 3u * 5);
+}
+
+TEST_F(ShortFetchTest, AFetchRefusedForARangeNotHeldYetIsContinuedLive) {
+  // The copy holds layers 0..5; layers 7..9 are asked: INVALID_RANGE, then a subscription from
+  // 7:0.
+  ASSERT_NO_FATAL_FAILURE(ServeUpTo({6, 0}));
+  RetrievalOptions o = Options(RetrievalMode::kAuto, tokens_);
+  o.verifier.first_layer = 7;
+  Arrivals a;
+  Got got;
+  auto r = StartCounted(std::move(o), &a, &got);
+  EXPECT_FALSE(got.report.has_value());
+  EXPECT_EQ(a.fetched, 0u);
+  DeliverTheRest({6, 0});
+  ASSERT_TRUE(got.report.has_value());
+  EXPECT_TRUE(got.report->all_from_moqt());
+  EXPECT_TRUE(got.report->refusals.empty());
+  EXPECT_EQ(got.report->count(BlockSource::kMoqt), 3u * 3);
+  EXPECT_EQ(got.layers.size(), 3u);
+  ExpectEachObjectOnce(a, 2u * 3 * 3);  // 7:0 on, nothing of layer 6
+}
+
+TEST_F(ShortFetchTest, ExplicitCompletedModeDoesNotContinueAShortFetch) {
+  ASSERT_NO_FATAL_FAILURE(ServeUpTo({5, 2}));
+  Got got;
+  auto r = Start(Options(RetrievalMode::kCompleted, tokens_), &got);
+  ASSERT_TRUE(got.report.has_value());
+  EXPECT_EQ(got.report->count(BlockSource::kMoqtFetch), 3u * 5);
+  EXPECT_EQ(got.report->at(0, 5).reason, StreamError::kMissing);
 }
 
 // ---- LayerVerifier fed directly with hostile manifests and objects.

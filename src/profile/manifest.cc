@@ -6,6 +6,7 @@
 
 #include "common/hex.h"
 #include "profile/codecs.h"
+#include "profile/manifest_one_pass.h"
 
 namespace kvcs::profile {
 namespace {
@@ -355,12 +356,12 @@ std::string_view ManifestErrorName(ManifestError e) {
   return "unknown";
 }
 
-Result<Manifest> ParseManifest(std::string_view text) {
+Result<nlohmann::json> ParseStrictJsonText(std::string_view text, size_t max_depth) {
   if (text.size() > kMaxManifestBytes) {
     return Err(ManifestError::kTooLarge, U(text.size()) + " bytes exceeds the 64 MiB bound");
   }
-  if (!DepthWithin(text, kMaxManifestJsonDepth)) {
-    return Err(ManifestError::kTooDeep, "JSON nesting deeper than 16");
+  if (!DepthWithin(text, max_depth)) {
+    return Err(ManifestError::kTooDeep, "JSON nesting deeper than " + U(max_depth));
   }
   // Duplicate member names are invisible after parsing (the last one wins), so they are caught
   // while parsing: one set of names per open object.
@@ -387,7 +388,20 @@ Result<Manifest> ParseManifest(std::string_view text) {
   json j = json::parse(text.begin(), text.end(), cb, /*allow_exceptions=*/false);
   if (j.is_discarded()) return Err(ManifestError::kSyntax, "not valid JSON text");
   if (duplicate) return Err(ManifestError::kDuplicateKey, "an object has a duplicate member");
+  return j;
+}
+
+Result<Manifest> ParseManifestReference(std::string_view text) {
+  KVCS_ASSIGN_OR_RETURN(json j, ParseStrictJsonText(text, kMaxManifestJsonDepth));
   return ManifestFromJson(j);
+}
+
+Result<Manifest> ParseManifest(std::string_view text) {
+  // Every manifest this project writes takes the one-pass path; whatever it does not accept (an
+  // error, or JSON it leaves to the reference: escapes, non-ASCII, ...) is decided by the
+  // reference, so the accepted set and every typed error are the reference's.
+  if (std::optional<Manifest> m = ParseManifestOnePass(text)) return std::move(*m);
+  return ParseManifestReference(text);
 }
 
 Result<Manifest> ManifestFromJson(const json& j) {

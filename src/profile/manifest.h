@@ -110,8 +110,16 @@ enum class ManifestError {
 std::string_view ManifestErrorName(ManifestError e);
 
 // Strict parse + validation of manifest JSON text. Errors: kInvalidArgument (kResourceExhausted
-// for kTooLarge/kTooDeep/kTooMany*) with a ManifestError detail.
+// for kTooLarge/kTooDeep/kTooMany*) with a ManifestError detail. The one-pass reader
+// (manifest_one_pass.h) decides what it accepts; everything else goes to the reference.
 Result<Manifest> ParseManifest(std::string_view json);
+// The reference: the text to an nlohmann DOM (ParseStrictJsonText), then ManifestFromJson. It
+// defines the accepted set and the errors; ParseManifest equals it (fuzz/profile checks that).
+Result<Manifest> ParseManifestReference(std::string_view json);
+// The text-level part of the reference: size (kTooLarge), nesting (kTooDeep, above max_depth,
+// counted on the text before a DOM is built), syntax incl. UTF-8 (kSyntax), duplicate member
+// names in any object (kDuplicateKey).
+Result<nlohmann::json> ParseStrictJsonText(std::string_view text, size_t max_depth);
 // The same checks on an already-parsed value (duplicate keys are no longer visible there).
 Result<Manifest> ManifestFromJson(const nlohmann::json& j);
 // Validation of a manifest built in code (everything ParseManifest checks after typing).

@@ -7,6 +7,7 @@
 
 #include "common/hex.h"
 #include "kvsp/descriptor.h"
+#include "profile/manifest_one_pass.h"
 
 namespace kvcs::profile {
 namespace {
@@ -87,6 +88,11 @@ TEST(Manifest, GoldenEncodeAndDecode) {
   auto back = ParseManifest(Golden());
   ASSERT_TRUE(back.ok()) << back.status().ToString();
   EXPECT_EQ(*back, Sample());
+  // What ManifestToJson writes takes the one-pass path, to the same model as the reference.
+  std::optional<Manifest> fast = ParseManifestOnePass(Golden());
+  ASSERT_TRUE(fast.has_value());
+  EXPECT_EQ(*fast, Sample());
+  EXPECT_EQ(*ParseManifestReference(Golden()), Sample());
 }
 
 TEST(Manifest, EveryPrefixFails) {
@@ -95,6 +101,7 @@ TEST(Manifest, EveryPrefixFails) {
     auto r = ParseManifest(std::string_view(g).substr(0, n));
     ASSERT_FALSE(r.ok()) << "prefix " << n;
     EXPECT_TRUE(r.status().Is(ManifestError::kSyntax)) << n << ": " << r.status().ToString();
+    EXPECT_FALSE(ParseManifestOnePass(std::string_view(g).substr(0, n)).has_value()) << n;
   }
 }
 
@@ -124,6 +131,9 @@ TEST(Manifest, SeedExampleShapeParses) {
   })";
   auto m = ParseManifest(text);
   ASSERT_TRUE(m.ok()) << m.status().ToString();
+  std::optional<Manifest> fast = ParseManifestOnePass(text);  // whitespace, spec member order
+  ASSERT_TRUE(fast.has_value());
+  EXPECT_EQ(*fast, *m);
   EXPECT_EQ(m->layers, 32u);
   EXPECT_EQ(m->segments.size(), 2u);
   EXPECT_FALSE(m->segments[1].object_digests.has_value());
@@ -286,6 +296,7 @@ TEST(Manifest, InvalidDocuments) {
     c.mutate(j);
     auto r = ParseManifest(j.dump());
     ASSERT_FALSE(r.ok()) << c.what;
+    EXPECT_FALSE(ParseManifestOnePass(j.dump()).has_value()) << c.what;
     EXPECT_TRUE(r.status().Is(c.want))
         << c.what << ": got " << r.status().ToString() << ", want " << ManifestErrorName(c.want);
   }
@@ -320,11 +331,56 @@ TEST(Manifest, TextLevelErrors) {
     auto r = ParseManifest(c.text);
     ASSERT_FALSE(r.ok()) << c.what;
     EXPECT_TRUE(r.status().Is(c.want)) << c.what << ": got " << r.status().ToString();
+    EXPECT_FALSE(ParseManifestOnePass(c.text).has_value()) << c.what;
   }
   // Brackets inside strings do not count as nesting.
   std::string braces = g;
   braces.replace(braces.find("\"model\":\"m\""), 11, "\"model\":\"" + std::string(40, '[') + "\"");
   EXPECT_TRUE(ParseManifest(braces).ok());
+}
+
+// Valid JSON outside the one-pass subset is the reference's to decide: accepted the same.
+TEST(Manifest, TheOnePassReaderLeavesEscapesNonAsciiAndNumberFormsToTheReference) {
+  const std::string g = Golden();
+  auto with = [&](std::string_view from, std::string_view to) {
+    std::string t = g;
+    t.replace(t.find(from), from.size(), to);
+    return t;
+  };
+  const std::string accepted[] = {
+      with("\"model\":\"m\"", "\"model\":\"\\u006d\""),    // an escape
+      with("\"model\":\"m\"", "\"model\":\"m\xc3\xa9\""),  // non-ASCII (UTF-8)
+      "\xef\xbb\xbf" + g,                                  // a byte order mark
+  };
+  for (const std::string& t : accepted) {
+    EXPECT_FALSE(ParseManifestOnePass(t).has_value()) << t.substr(0, 80);
+    auto ref = ParseManifestReference(t);
+    auto m = ParseManifest(t);
+    ASSERT_EQ(m.ok(), ref.ok()) << t.substr(0, 80);
+    if (m.ok()) {
+      EXPECT_EQ(*m, *ref);
+    }
+  }
+  EXPECT_EQ(ParseManifest(accepted[0])->compat.model, "m");
+  // Number forms and literals the reference refuses, each with its own typed error.
+  const std::pair<std::string, ManifestError> refused[] = {
+      {with("\"kvcs\":1", "\"kvcs\":1.0"), ManifestError::kWrongType},
+      {with("\"kvcs\":1", "\"kvcs\":1e0"), ManifestError::kWrongType},
+      {with("\"kvcs\":1", "\"kvcs\":-1"), ManifestError::kOutOfRange},
+      {with("\"kvcs\":1", "\"kvcs\":01"), ManifestError::kSyntax},
+      {with("\"kvcs\":1", "\"kvcs\":9007199254740992"), ManifestError::kUnsupportedVersion},
+      {with("\"layers\":2,\"segments\"", "\"layers\":18446744073709551616,\"segments\""),
+       ManifestError::kWrongType},
+      {with("\"deterministic\":false", "\"deterministic\":falsey"), ManifestError::kSyntax},
+      {with("\"deterministic\":false", "\"deterministic\":0"), ManifestError::kWrongType},
+      {with(H(0xaa), std::string(64, 'A')), ManifestError::kBadHex},
+  };
+  for (const auto& [t, want] : refused) {
+    EXPECT_FALSE(ParseManifestOnePass(t).has_value()) << t.substr(0, 120);
+    auto m = ParseManifest(t);
+    ASSERT_FALSE(m.ok()) << t.substr(0, 120);
+    EXPECT_TRUE(m.status().Is(want)) << m.status().ToString();
+  }
 }
 
 TEST(Manifest, ValidateRejectsBadStructsAndToJsonRefuses) {

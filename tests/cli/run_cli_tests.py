@@ -467,10 +467,16 @@ def test_demo_small(d):
               "consumer B (joins after the end): joined after 32", "128/128 (block, layer) verified",
               "3 upstream subscriptions for 2 consumers"):
         check(s in p.stdout, f"demo output lacks {s}:\n{p.stdout}")
+    # By the manifest (auto): A joined a segment still produced live, B FETCHed the complete one
+    # (a FETCH short of the end, the relay still filling, is continued live: both counts).
+    lines = {c: next((l for l in p.stdout.splitlines() if f"consumer {c} (joins" in l), "")
+             for c in "AB"}
+    check(lines["A"].endswith("live (SUBSCRIBE)"), p.stdout)
+    check("by FETCH" in lines["B"], p.stdout)
     check(p.stdout.count("0 duplicates, bit-exact") == 2 and "MISMATCHES" not in p.stdout, p.stdout)
     # The corrupting relay: detected, the pair recovered from the store over KVSP HTTP.
     for s in ("consumer C (through a corrupting relay): blocks 0..3", "detected: k.raw.s0 10:2",
-              "block 2: http holder http://127.0.0.1:", "moqt live x31",
+              "block 2: http holder http://127.0.0.1:", "moqt fetch x31",
               "128/128 (block, layer) verified (4 from the store over KVSP HTTP), 0 recompute, "
               "bit-exact"):
         check(s in p.stdout, f"demo output lacks {s}:\n{p.stdout}")

@@ -3,7 +3,8 @@
 // in-process RelayServer (what `kvcs publish --relay` does); consumers talk only to the relay.
 // Live retrieval joining before, during and after production (every layer exactly once, one
 // upstream subscription per track), completed retrieval of a layer range with the first n blocks,
-// discovery (SUBSCRIBE_NAMESPACE answered by the relay, with a shorter-prefix fallback), a
+// discovery (SUBSCRIBE_NAMESPACE answered by the relay, with a shorter-prefix fallback), auto
+// mode (a discovered publication joined live while produced, FETCHed once finished), a
 // consumer after the publisher left, and recovery: the relay destroyed mid-retrieval (another
 // relay carries the publication) and the publisher stopping mid-production, each within its
 // bound and reporting what must be recomputed. One io_context on the test thread; every wait is
@@ -14,6 +15,7 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <set>
 
 #include "common/asio.h"
 #include "kvcs_stream/discovery.h"
@@ -201,6 +203,18 @@ class KvcsRelayE2E : public ::testing::Test {
     EXPECT_LE(g.done_ms, g.report->deadline_ms + kTickSlackMs);
   }
   const relay::RelayMetrics& Metrics(size_t i) { return relays_[i]->relay().metrics(); }
+  // §5.1 on `s` for `tokens`, to its end.
+  std::optional<DiscoveryResult> Discover(moqt::MoqtSession* s, std::span<const uint32_t> tokens,
+                                          const kvsp::ScopeKey& scope, DiscoveryOptions o = {}) {
+    std::optional<DiscoveryResult> found;
+    auto d = Discovery::Start(
+        s, *CacheIdentity::Compute(d_, scope, tokens), o,
+        [&](const DiscoveryResult& res) { found = res; }, NowMs);
+    EXPECT_TRUE(d.ok()) << d.status().ToString();
+    if (!d.ok()) return std::nullopt;
+    EXPECT_TRUE(RunUntil([&] { return found.has_value(); }, [&] { (*d)->OnTimer(); }));
+    return found;
+  }
 };
 
 TEST_F(KvcsRelayE2E, LiveJoinsBeforeDuringAndAfterProductionExactlyOnce) {
@@ -300,14 +314,10 @@ TEST_F(KvcsRelayE2E, DiscoveryThroughTheRelayWithAShorterPrefixFallback) {
   for (auto [tokens, want_tried] : {std::pair{std::span<const uint32_t>(tokens_), 2u},
                                     std::pair{std::span<const uint32_t>(longer), 6u}}) {
     moqt::MoqtSession* s = Connect(RelayPort(r));
-    std::optional<DiscoveryResult> found;
     DiscoveryOptions o;
     o.window = 2;
-    auto d = Discovery::Start(
-        s, *CacheIdentity::Compute(d_, scope_, tokens), o,
-        [&](const DiscoveryResult& res) { found = res; }, NowMs);
-    ASSERT_TRUE(d.ok()) << d.status().ToString();
-    ASSERT_TRUE(RunUntil([&] { return found.has_value(); }, [&] { (*d)->OnTimer(); }));
+    std::optional<DiscoveryResult> found = Discover(s, tokens, scope_, o);
+    ASSERT_TRUE(found.has_value());
     ASSERT_NE(found->best(), nullptr);
     EXPECT_EQ(found->publications.size(), 1u);
     EXPECT_EQ(found->best()->ns, pub_->ns());
@@ -331,13 +341,60 @@ TEST_F(KvcsRelayE2E, DiscoveryThroughTheRelayWithAShorterPrefixFallback) {
   // Another scope's prompt finds nothing through the relay.
   kvsp::ScopeKey other{};
   other[0] = 4;
-  std::optional<DiscoveryResult> none;
-  auto d = Discovery::Start(
-      Connect(RelayPort(r)), *CacheIdentity::Compute(d_, other, tokens_), {},
-      [&](const DiscoveryResult& res) { none = res; }, NowMs);
-  ASSERT_TRUE(d.ok());
-  ASSERT_TRUE(RunUntil([&] { return none.has_value(); }, [&] { (*d)->OnTimer(); }));
+  std::optional<DiscoveryResult> none = Discover(Connect(RelayPort(r)), tokens_, other);
+  ASSERT_TRUE(none.has_value());
   EXPECT_EQ(none->best(), nullptr);
+}
+
+// kAuto, the default of `kvcs get`: a publication discovered while it is produced is joined live
+// (its manifest says segment 0 is not complete); discovered again after the end, it is FETCHed
+// (§5.3) from the relay. Each object reaches the consumer once either way.
+TEST_F(KvcsRelayE2E, ADiscoveredPublicationIsFetchedWhenFinishedAndJoinedLiveWhileProduced) {
+  const size_t r = StartRelay();
+  Announce(r);
+  Produce(13);
+  struct Counts {
+    uint64_t fetched = 0, live = 0;
+    std::set<std::pair<std::string, moqt::Location>> seen;
+    uint64_t again = 0;
+  };
+  auto retrieve = [&](Got* got, Counts* c) {
+    moqt::MoqtSession* s = Connect(RelayPort(r));
+    std::optional<DiscoveryResult> found = Discover(s, tokens_, scope_);
+    EXPECT_TRUE(found && found->best() != nullptr);
+    if (!found || found->best() == nullptr) return std::unique_ptr<Recovery>();
+    EXPECT_EQ(found->best()->ns, pub_->ns());
+    RecoveryOptions o = Options(RetrievalMode::kAuto, tokens_);
+    o.retrieval.verifier.publication = found->best()->ns;
+    o.retrieval.on_object_received = [c](const ReceivedObjectInfo& i) {
+      if (i.kind != profile::TrackKind::kData) return;
+      ++(i.fetched ? c->fetched : c->live);
+      if (!c->seen.insert({std::string(i.track), i.location}).second) ++c->again;
+    };
+    return Start(s, o, got);
+  };
+  Got live, fetched;
+  Counts lc, fc;
+  auto r1 = retrieve(&live, &lc);
+  ASSERT_NE(r1, nullptr);
+  // Joined: the manifest said "not complete", so it subscribed, and the fill brought layers 0..12.
+  ASSERT_TRUE(RunUntil([&] { return lc.live == 2u * 12 * 13; }, [&] { r1->OnTimer(); }));
+  EXPECT_EQ(lc.fetched, 0u);
+  Produce(d_.layers);
+  ASSERT_TRUE(RunUntil([&] { return live.report.has_value(); }, [&] { r1->OnTimer(); }));
+  ExpectEverythingOnce(live);
+  EXPECT_EQ(live.report->count(BlockSource::kMoqt), 12u * d_.layers);
+  EXPECT_EQ(lc.fetched, 0u);
+  EXPECT_EQ(lc.live, 2u * 12 * d_.layers);
+  EXPECT_EQ(lc.again, 0u);
+  auto r2 = retrieve(&fetched, &fc);
+  ASSERT_NE(r2, nullptr);
+  ASSERT_TRUE(RunUntil([&] { return fetched.report.has_value(); }, [&] { r2->OnTimer(); }));
+  ExpectEverythingOnce(fetched);
+  EXPECT_EQ(fetched.report->count(BlockSource::kMoqtFetch), 12u * d_.layers);
+  EXPECT_EQ(fc.fetched, 2u * 12 * d_.layers);
+  EXPECT_EQ(fc.live, 0u);
+  EXPECT_EQ(fc.again, 0u);
 }
 
 TEST_F(KvcsRelayE2E, KilledRelayMidRetrievalRecoveredFromAnotherRelay) {
