@@ -99,9 +99,9 @@ Status LoadJob::StartMoqt(std::span<const uint32_t> tokens) {
   stream::RetrievalOptions& o = ro.retrieval;
   // A corrupt or missing object costs its block, not its layer.
   o.deliver_verified_blocks = true;
-  // Live takes a live and a completed publication alike; one known ended (this client's own) is
-  // fetched, which ends as soon as the relay sent what it has.
-  o.mode = p.complete ? stream::RetrievalMode::kCompleted : stream::RetrievalMode::kLive;
+  // Each segment as its manifest says: a completed one is fetched (which ends as soon as the
+  // relay sent it), one still produced is subscribed, a short fetch continued by a subscription.
+  o.mode = stream::RetrievalMode::kAuto;
   o.verifier.identity = std::move(*identity);
   o.verifier.publication = p.ns;
   o.verifier.require_signature = link->producer_key().has_value();
