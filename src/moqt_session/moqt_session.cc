@@ -2313,6 +2313,8 @@ void MoqtSessionImpl::OnTimer() {
   }
   CheckStalledPeer();
   if (closing_) return;
+  ExpireFillRequestWaits();
+  if (closing_) return;
   std::vector<uint64_t> ids;
   for (auto& [id, r] : out_requests_) {
     if (r.kind == RequestKind::kSubscribe && r.done) ids.push_back(id);
@@ -2332,6 +2334,23 @@ void MoqtSessionImpl::OnTimer() {
       FinStream(sid);
       if (v) v->OnComplete(d);
     }
+  }
+}
+
+void MoqtSessionImpl::ExpireFillRequestWaits() {
+  std::vector<uint64_t> ids;
+  for (auto& [id, r] : in_requests_) {
+    if (r.awaiting_fill_request && !r.awaiting_publish_ok &&
+        Now() >= r.publish_ok_at_ms + config_.publish_done_wait_ms) {
+      ids.push_back(id);
+    }
+  }
+  for (uint64_t id : ids) {
+    auto it = in_requests_.find(id);
+    if (it == in_requests_.end()) continue;
+    it->second.awaiting_fill_request = false;  // a later update is still served
+    MaybePublishDone(id);
+    if (closing_) return;
   }
 }
 
