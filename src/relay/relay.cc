@@ -177,6 +177,9 @@ void Relay::OnTimer() {
     feed->Abandon(moqt::RequestErrorCode::kTimeout, "the upstream did not answer in time");
   }
   if (options_.upstream_stall_ms > 0) CheckStalledUpstreams(now);
+  // The budget also changes with nothing here being told: a track dropped from the cache (a
+  // failed feed) releases its charge only when the last session serving it lets go of it.
+  UpdateCacheGauges();
 }
 
 void Relay::CheckStalledUpstreams(uint64_t now) {

@@ -114,7 +114,8 @@ class Relay : public moqt::TrackSource {
   // The session to the upstream relay once SETUP is done; nullptr when it ended. Announcements
   // made here are forwarded to it, and requests nobody here can answer go to it.
   void SetUpstream(moqt::MoqtSession* upstream);
-  // Lets deadlines fire (upstream answers that do not come, upstreams that stall).
+  // Lets deadlines fire (upstream answers that do not come, upstreams that stall) and refreshes
+  // the cache gauges (the budget changes also when a session lets go of a dropped track).
   void OnTimer();
 
   // ---- TrackSource

@@ -83,6 +83,7 @@ struct RelayServer::Impl {
     for (const moqt::AuthToken& t : config.relay.upstream_tokens) {
       cc.session.setup_auth_tokens.push_back(t);
     }
+    if (upstream) relay->SetUpstream(nullptr);  // never left pointing at a destroyed session
     upstream.reset();
     auto c = moqt::MoqtClient::Connect(io, cc, up_cb.get(), relay.get());
     if (!c.ok()) return c.status().WithContext("upstream");
@@ -154,6 +155,11 @@ RelayServer::~RelayServer() {
     impl_->metrics->Stop();
     if (impl_->metrics_thread.joinable()) impl_->metrics_thread.join();
   }
+  // The Relay forgets the upstream session before it is destroyed: MoqtSession's destructor
+  // tells nobody, so the Relay would otherwise keep a dangling pointer that the RelayPeers'
+  // teardown below uses (a publisher's announcement withdrawn upstream, PUBLISH_NAMESPACE_DONE)
+  // and that ~Relay uses (its feeds from the upstream unsubscribed).
+  if (impl_->relay) impl_->relay->SetUpstream(nullptr);
   // Sessions (and their RelayPeers) before the Relay they point to.
   impl_->upstream.reset();
   impl_->server.reset();

@@ -513,6 +513,12 @@ TEST(RelayTest, APublisherGoingAwayMidStreamEndsSubscriptionsPromptly) {
   EXPECT_FALSE(sub->done->track_ended);
   EXPECT_EQ(node.relay.cache().publication_count(), 0u);  // a partial track is not kept
   EXPECT_EQ(node.relay.feeds_in_flight(), 0u);
+  // The partial track's charge went only once the subscriber's session let go of it, which
+  // the relay is not told: the next tick refreshes the gauges.
+  ASSERT_EQ(node.relay.cache().budget()->used(), 0u);
+  node.relay.OnTimer();
+  EXPECT_EQ(node.relay.metrics().cached_bytes.load(), 0u);
+  EXPECT_EQ(node.relay.metrics().cached_publications.load(), 0u);
 }
 
 // leaf A (publisher) -> root <- leaf B (subscriber): discovery and subscription through the root.
