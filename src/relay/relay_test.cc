@@ -10,11 +10,9 @@
 #include <functional>
 #include <set>
 
-#include <openssl/evp.h>
 #include "auth/token.h"
-
-#include "common/pem_key.h"
 #include "moqt_session/moqt_track_store.h"
+#include "relay/test_tools/test_signer.h"
 #include "transport/test_tools/in_memory_session.h"
 #include "transport/test_tools/recording_session_visitor.h"
 
@@ -1002,33 +1000,19 @@ TEST(RelayTest, AStalledFetchIsCutOffToo) {
 class RelayAuthTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    EVP_PKEY* k = EVP_PKEY_Q_keygen(nullptr, nullptr, "EC", "P-256");
-    auto owned = OwnKey(k);
-    priv_ = PrivatePemOf(k);
-    auth::Keyring ring;
-    ASSERT_TRUE(ring.Add("k1", PublicPemOf(k)).ok());
     RelayOptions o = Opts("r1");
-    o.verifier = std::make_shared<auth::Verifier>(std::move(ring));
+    o.verifier = signer_.verifier();
     o.clock_s = [this] { return now_s_; };
     node_ = std::make_unique<Node>(std::move(o));
   }
   std::vector<moqt::AuthToken> Token(std::vector<auth::Action> actions,
                                      std::vector<std::string> prefix, int64_t exp) {
-    auth::Claims c;
-    c.sub = "tester";
-    c.exp = exp;
-    c.grants.push_back({std::move(actions), {std::move(prefix)}});
-    auto t = auth::Mint(c, "k1", priv_);
-    EXPECT_TRUE(t.ok()) << t.status().message();
-    moqt::AuthToken a;
-    a.token_type = 1;
-    a.value = t.ok() ? *t : "";
-    return {a};
+    return signer_.Token(std::move(actions), std::move(prefix), exp);
   }
   // The scope field "scope" as the token names it (KVCS fields are hex).
   std::string ScopeHex() { return "73636f7065"; }
   int64_t now_s_ = 1'000'000;
-  std::string priv_;
+  test::TestSigner signer_;
   Net net_;
   std::unique_ptr<Node> node_;
 };
@@ -1072,8 +1056,7 @@ TEST_F(RelayAuthTest, NoTokenExpiredOrForgedIsRefusedAtSetup) {
       Connect(net_, *node_, nullptr, Token({auth::Action::kSubscribe}, {"kvcs-1"}, now_s_ - 1));
   ASSERT_TRUE(expired.cb->closed.has_value());
   EXPECT_EQ(*expired.cb->closed, static_cast<uint64_t>(moqt::SessionError::kExpiredAuthToken));
-  auto forged = Token({auth::Action::kSubscribe}, {"kvcs-1"}, now_s_ + 60);
-  forged[0].value.back() = forged[0].value.back() == 'A' ? 'B' : 'A';
+  auto forged = signer_.Forged({auth::Action::kSubscribe}, {"kvcs-1"}, now_s_ + 60);
   Client f = Connect(net_, *node_, nullptr, forged);
   ASSERT_TRUE(f.cb->closed.has_value());
   EXPECT_NE(*f.cb->closed, 0u);
