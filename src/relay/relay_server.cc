@@ -59,6 +59,15 @@ struct RelayServer::Impl {
       impl->relay->SetUpstream(nullptr);
       impl->upstream_lost = true;
     }
+    // This relay PUBLISHes up its tree, never down: a PUBLISH from the upstream relay would go
+    // back up to it (a loop).
+    moqt::PublishAnswer OnPublish(const moqt::IncomingPublish& publish) override {
+      impl->relay->metrics().Refuse(Refusal::kLoop);
+      moqt::PublishAnswer refused;
+      refused.error = moqt::RequestErrorCode::kNotSupported;
+      refused.reason = "relay loop: a PUBLISH from the upstream relay would be sent back to it";
+      return refused;
+    }
     Impl* impl;
   };
 
@@ -174,6 +183,7 @@ Result<std::unique_ptr<RelayServer>> RelayServer::Start(boost::asio::io_context&
   if (!ro.clock_ms) ro.clock_ms = SteadyMs;
   if (!ro.clock_s) ro.clock_s = WallS;
   if (!ro.log && p->log) ro.log = p->log;
+  ro.publish_upstream = !p->config.upstream_url.empty();
   p->relay = std::make_unique<Relay>(std::move(ro));
   moqt::MoqtServerConfig sc;
   sc.quic.host = p->config.listen_host;

@@ -192,6 +192,14 @@ Client Connect(Net& net, Node& node, moqt::TrackSource* source,
   return c;
 }
 
+// Links `leaf` to its upstream relay `up`: a client session of `up` whose source is the leaf's
+// relay (what RelayServer's upstream link is).
+Client LinkUp(Net& net, Node& leaf, Node& up) {
+  Client c = Connect(net, up, &leaf.relay);
+  leaf.relay.SetUpstream(c.session.get());
+  return c;
+}
+
 // A publisher: a TrackStore announced to a relay.
 struct Publisher {
   moqt::TrackStore store;
@@ -228,6 +236,18 @@ moqt::SubscribeOptions JoinFromStart() {
   moqt::SubscribeOptions so;
   so.fill = LocationFilter{T::kAbsoluteStart, 0, 0};
   return so;
+}
+
+// A new client of `node` subscribed to `name` from {0,0} (Next Object + fill), run until idle.
+struct Subscription {
+  Client client;
+  std::shared_ptr<Sub> sub;
+};
+Subscription SubscribeFromStart(Net& net, Node& node, const moqt::FullTrackName& name) {
+  Subscription s{Connect(net, node, nullptr), std::make_shared<Sub>()};
+  EXPECT_TRUE(s.client.session->Subscribe(name, JoinFromStart(), s.sub).ok());
+  net.Run();
+  return s;
 }
 
 std::set<Location> All(uint64_t groups, uint64_t objects) {
@@ -1148,12 +1168,9 @@ TEST(RelayPublishTest, APublishOfATrackBeingPulledJoinsTheSameTrack) {
   EXPECT_EQ(node.relay.metrics().publish_joins.load(), 1u);
   EXPECT_EQ(early->got, All(3, 3));
   ASSERT_TRUE(early->done && early->done->track_ended);
-  Client s2 = Connect(net, node, nullptr);
-  auto late = std::make_shared<Sub>();
-  ASSERT_TRUE(s2.session->Subscribe(Name("k.raw.s0"), JoinFromStart(), late).ok());
-  net.Run();
-  EXPECT_EQ(late->got, All(3, 3));
-  ASSERT_TRUE(late->done && late->done->track_ended);
+  Subscription late = SubscribeFromStart(net, node, Name("k.raw.s0"));
+  EXPECT_EQ(late.sub->got, All(3, 3));
+  ASSERT_TRUE(late.sub->done && late.sub->done->track_ended);
 }
 
 TEST(RelayPublishTest, APublishIntoAFullBudgetIsRefusedAndCounted) {
@@ -1244,6 +1261,121 @@ TEST_F(RelayAuthTest, APublishOutsideTheGrantIsRefusedAndNothingIsCached) {
   ASSERT_TRUE(r->result && r->result->has_value());
   EXPECT_EQ((*r->result)->error_code, static_cast<uint64_t>(moqt::RequestErrorCode::kUnauthorized));
   EXPECT_EQ(node_->relay.cache().publication_count(), 0u);
+}
+
+// --------------------------------------------------------------------- PUBLISH up a tree
+RelayOptions LeafOpts(std::string id) {
+  RelayOptions o = Opts(std::move(id));
+  o.publish_upstream = true;
+  return o;
+}
+
+// Leaf relay A (PUBLISHing up) linked to a root, and a publisher at A.
+struct LeafUnderRoot {
+  LeafUnderRoot() {
+    Link();
+    pub.Start(net, a);
+  }
+  // The link's session goes before the relays: A must not keep pointing at it.
+  ~LeafUnderRoot() { a.relay.SetUpstream(nullptr); }
+  // A new upstream link from A to the root (RelayServer: on every reconnect).
+  void Link() {
+    link = LinkUp(net, a, root);
+    net.Run();
+  }
+  Net net;
+  Node root{Opts("root")}, a{LeafOpts("a")};
+  Client link;
+  Publisher pub;
+};
+
+// A publisher PUBLISHes to leaf A and leaves; the root holds the whole track and serves it.
+TEST(RelayPublishTest, APublishToALeafGoesOnToTheRootAndStaysAfterThePublisherLeft) {
+  LeafUnderRoot t;
+  Net& net = t.net;
+  Node &root = t.root, &a = t.a;
+  Publisher& pub = t.pub;
+  pub.Produce(net, 0, 1, 3);  // before the PUBLISH: comes as the fill, at A and at the root
+  auto k = std::make_shared<Offered>();
+  ASSERT_TRUE(pub.client.session->PublishTrack(Name("k.raw.s0"), {}, k).ok());
+  net.Run();
+  pub.Produce(net, 1, 3, 3);  // live
+  ASSERT_TRUE(pub.track->EndTrack().ok());
+  net.Run();
+  ASSERT_EQ(k->delivered, true);
+  pub.client.session->Close(moqt::SessionError::kNoError, "done");
+  net.Run();
+  EXPECT_EQ(a.relay.metrics().upstream_publishes.load(), 1u);
+  EXPECT_EQ(a.relay.metrics().upstream_publishes_delivered.load(), 1u);
+  EXPECT_EQ(a.relay.upstream_publishes_pending(), 0u);
+  EXPECT_EQ(root.relay.metrics().publishes.load(), 1u);
+  Subscription s = SubscribeFromStart(net, root, Name("k.raw.s0"));
+  EXPECT_EQ(s.sub->got, All(3, 3));  // Sub checks each object's bytes and that it came once
+  ASSERT_TRUE(s.sub->done && s.sub->done->track_ended);
+  EXPECT_EQ(root.relay.metrics().upstream_requests.load(), 0u);  // from the root's own cache
+}
+
+// The upstream link ends while the PUBLISH is on its way: the leaf keeps the track (in use, so
+// never evicted) and PUBLISHes it again on the next link, and the root gets all of it.
+TEST(RelayPublishTest, AnUpstreamPublishIsPendingUntilTheUpstreamHoldsItAndReSentOnReconnect) {
+  LeafUnderRoot t;
+  Net& net = t.net;
+  Node &root = t.root, &a = t.a;
+  Publisher& pub = t.pub;
+  auto k = std::make_shared<Offered>();
+  ASSERT_TRUE(pub.client.session->PublishTrack(Name("k.raw.s0"), {}, k).ok());
+  net.Run();
+  pub.Produce(net, 0, 1, 3);
+  EXPECT_EQ(a.relay.metrics().upstream_publishes.load(), 1u);
+  t.link.session->Close(moqt::SessionError::kNoError, "link down");  // RelayServer: reconnects
+  net.Run();
+  a.relay.SetUpstream(nullptr);
+  EXPECT_FALSE(root.relay.cache().Contains(kNs));  // the root never keeps part of a track
+  pub.Produce(net, 1, 3, 3);
+  ASSERT_TRUE(pub.track->EndTrack().ok());
+  net.Run();
+  ASSERT_EQ(k->delivered, true);
+  pub.client.session->Close(moqt::SessionError::kNoError, "done");
+  net.Run();
+  EXPECT_EQ(a.relay.upstream_publishes_pending(), 1u);
+  EXPECT_TRUE(a.relay.cache().InUse(kNs));  // held for the upstream
+  EXPECT_EQ(a.relay.metrics().upstream_publishes_delivered.load(), 0u);
+  t.Link();
+  EXPECT_EQ(a.relay.metrics().upstream_publishes.load(), 2u);
+  EXPECT_EQ(a.relay.metrics().upstream_publishes_delivered.load(), 1u);
+  EXPECT_EQ(a.relay.upstream_publishes_pending(), 0u);
+  EXPECT_FALSE(a.relay.cache().InUse(kNs));  // released: evictable again
+  Subscription s = SubscribeFromStart(net, root, Name("k.raw.s0"));
+  EXPECT_EQ(s.sub->got, All(3, 3));
+  ASSERT_TRUE(s.sub->done && s.sub->done->track_ended);
+}
+
+// Two relays each other's upstream: a PUBLISH that comes back to a relay it passed is refused
+// (NOT_SUPPORTED, counted as a loop) instead of going round; the first relay keeps the track.
+TEST(RelayPublishTest, AnUpstreamPublishThatWouldLoopIsRefused) {
+  Net net;
+  Node a(LeafOpts("a")), b(LeafOpts("b"));
+  Client a_up = LinkUp(net, a, b);
+  Client b_up = LinkUp(net, b, a);  // b's upstream is a: a loop
+  net.Run();
+  Publisher pub;
+  pub.Start(net, a);  // its PUBLISH_NAMESPACE comes back to a too, and is refused as a loop
+  const uint64_t loops = Refusals(a, Refusal::kLoop);
+  auto k = std::make_shared<Offered>();
+  ASSERT_TRUE(pub.client.session->PublishTrack(Name("k.raw.s0"), {}, k).ok());
+  pub.Produce(net, 0, 2, 2);
+  ASSERT_TRUE(pub.track->EndTrack().ok());
+  net.Run();
+  ASSERT_EQ(k->delivered, true);
+  EXPECT_EQ(Refusals(a, Refusal::kLoop), loops + 1);  // b's PUBLISH of it back to a
+  EXPECT_EQ(a.relay.metrics().upstream_publishes.load(), 1u);
+  EXPECT_EQ(b.relay.metrics().upstream_publishes.load(), 1u);
+  EXPECT_EQ(b.relay.metrics().upstream_publishes_delivered.load(), 0u);
+  EXPECT_TRUE(a.relay.cache().Contains(kNs));
+  // The links' sessions go before the relays (declared after them): unlink first, as
+  // RelayServer does, or the publisher's announcement would be withdrawn on a freed session.
+  a.relay.SetUpstream(nullptr);
+  b.relay.SetUpstream(nullptr);
 }
 
 }  // namespace
