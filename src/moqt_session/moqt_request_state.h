@@ -117,6 +117,11 @@ struct IncomingRequest {
   uint64_t publish_ok_at_ms = 0;
   // fetch
   transport::StreamId fetch_stream = 0;
+  // A fetch ending at the end of a group of a relay's track still filling: its last object is
+  // not known yet, so FETCH_OK (whose End Location names it) waits until it is, while the
+  // objects already flow (draft-22 §11: "only once the end is known").
+  std::optional<FetchOk> fetch_ok_pending;
+  bool fetch_ok_with_properties = true;
   // namespace subscription / publish namespace
   TrackNamespace prefix;
   std::unique_ptr<NamespaceForwarder> ns_forwarder;  // namespace subscription

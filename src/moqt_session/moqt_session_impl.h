@@ -212,6 +212,8 @@ class MoqtSessionImpl : public transport::SessionVisitor,
   // Request-wide bookkeeping when one of our data streams ends (once; repeats are ignored).
   void DataOutFinished(OutgoingDataStream& d);
   void MaybePublishDone(uint64_t sub_id);
+  // Sends fetch `id`'s FETCH_OK once its End Location is known (IncomingRequest::fetch_ok_pending).
+  void MaybeSendFetchOk(uint64_t id);
   // Our PUBLISHes whose subscriber sent no fill request within publish_done_wait_ms of its
   // PUBLISH_OK: PUBLISH_DONE waits for it no longer.
   void ExpireFillRequestWaits();

@@ -783,6 +783,37 @@ TEST(RelayTest, LiveGroupsArrivingOutOfOrderAreNotClaimedComplete) {
   }
 }
 
+// A FETCH of whole groups, the last of which the relay's copy is still filling (its stream held
+// back): FETCH_OK's End Location names that group's last object, so it waits until the group is
+// known, while the objects before it flow; it never claims an end before the group's real one.
+TEST(RelayTest, AFetchEndingInAGroupStillFillingIsAnsweredWithItsRealEnd) {
+  Net net;
+  Node node(Opts("r1"));
+  HeldStreams hold;
+  Publisher pub;
+  pub.Start(net, node, kNs, {}, hold.Options());
+  Client s = Connect(net, node, nullptr);
+  auto sub = std::make_shared<Sub>();
+  ASSERT_TRUE(s.session->Subscribe(Name("k.raw.s0"), JoinFromStart(), sub).ok());
+  net.Run();
+  pub.Produce(net, 0, 1, 3);
+  hold.holding = true;
+  pub.Produce(net, 1, 2, 3);  // group 1's stream stays with the publisher
+  hold.holding = false;
+  pub.Produce(net, 2, 3, 3);
+  auto fet = std::make_shared<Fet>();
+  moqt::FetchOptions fo;
+  fo.range = LocationFilter{T::kAbsoluteStartGroupEnd, 0, 0, 1};  // groups 0..1
+  ASSERT_TRUE(s.session->Fetch(Name("k.raw.s0"), fo, fet).ok());
+  net.Run();
+  EXPECT_FALSE(fet->done.has_value());
+  EXPECT_EQ(fet->got, (std::vector<Location>{{0, 0}, {0, 1}, {0, 2}}));  // flowing already
+  hold.Release(net);
+  ASSERT_TRUE(fet->done && fet->done->ok);
+  EXPECT_EQ(fet->done->end_location, (Location{1, 2}));
+  EXPECT_EQ(fet->got, (std::vector<Location>{{0, 0}, {0, 1}, {0, 2}, {1, 0}, {1, 1}, {1, 2}}));
+}
+
 // An upstream that stops delivering what it owes (the rest of a group, here held back on its
 // side, while the next group arrived) ends the relay's feed after the stall deadline (a fake
 // clock; Relay::OnTimer as RelayServer ticks it; twice that for the upstream relay): the downstream
