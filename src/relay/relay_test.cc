@@ -733,6 +733,25 @@ struct HeldStreams {
   std::set<transport::StreamId> seen, held;
 };
 
+// A relay, a publisher whose streams can be held back (HeldStreams), and a subscriber's client.
+struct HeldPublisherRelay {
+  HeldPublisherRelay() {
+    pub.Start(net, node, kNs, {}, hold.Options());
+    s = Connect(net, node, nullptr);
+  }
+  // Produces group `g` with its stream held back at the publisher.
+  void ProduceHeld(uint64_t g) {
+    hold.holding = true;
+    pub.Produce(net, g, g + 1, 3);
+    hold.holding = false;
+  }
+  Net net;
+  Node node{Opts("r1")};
+  HeldStreams hold;
+  Publisher pub;
+  Client s;
+};
+
 // Live groups whose streams arrive out of order (group `late`'s after the next one's) never make
 // the relay claim a range complete that is not: whether the feed started before production (no
 // upstream Largest Object: the lowest group received is not where the track starts) or after
@@ -741,12 +760,12 @@ struct HeldStreams {
 TEST(RelayTest, LiveGroupsArrivingOutOfOrderAreNotClaimedComplete) {
   for (const bool before_production : {true, false}) {
     SCOPED_TRACE(before_production);
-    Net net;
-    Node node(Opts("r1"));
-    HeldStreams hold;
-    Publisher pub;
-    pub.Start(net, node, kNs, {}, hold.Options());
-    Client s = Connect(net, node, nullptr);
+    HeldPublisherRelay h;
+    Net& net = h.net;
+    Node& node = h.node;
+    HeldStreams& hold = h.hold;
+    Publisher& pub = h.pub;
+    Client& s = h.s;
     auto sub = std::make_shared<Sub>();
     uint64_t late = 0;
     if (!before_production) {
@@ -755,9 +774,7 @@ TEST(RelayTest, LiveGroupsArrivingOutOfOrderAreNotClaimedComplete) {
     }
     ASSERT_TRUE(s.session->Subscribe(Name("k.raw.s0"), JoinFromStart(), sub).ok());
     net.Run();
-    hold.holding = true;
-    pub.Produce(net, late, late + 1, 3);  // its stream stays with the publisher ...
-    hold.holding = false;
+    h.ProduceHeld(late);                      // its stream stays with the publisher ...
     pub.Produce(net, late + 1, late + 2, 3);  // ... and the next group's arrives
     std::shared_ptr<moqt::Track> t = node.relay.FindTrack(Name("k.raw.s0"));
     ASSERT_NE(t, nullptr);
@@ -787,20 +804,15 @@ TEST(RelayTest, LiveGroupsArrivingOutOfOrderAreNotClaimedComplete) {
 // back): FETCH_OK's End Location names that group's last object, so it waits until the group is
 // known, while the objects before it flow; it never claims an end before the group's real one.
 TEST(RelayTest, AFetchEndingInAGroupStillFillingIsAnsweredWithItsRealEnd) {
-  Net net;
-  Node node(Opts("r1"));
-  HeldStreams hold;
-  Publisher pub;
-  pub.Start(net, node, kNs, {}, hold.Options());
-  Client s = Connect(net, node, nullptr);
+  HeldPublisherRelay h;
+  Net& net = h.net;
+  Client& s = h.s;
   auto sub = std::make_shared<Sub>();
   ASSERT_TRUE(s.session->Subscribe(Name("k.raw.s0"), JoinFromStart(), sub).ok());
   net.Run();
-  pub.Produce(net, 0, 1, 3);
-  hold.holding = true;
-  pub.Produce(net, 1, 2, 3);  // group 1's stream stays with the publisher
-  hold.holding = false;
-  pub.Produce(net, 2, 3, 3);
+  h.pub.Produce(net, 0, 1, 3);
+  h.ProduceHeld(1);  // group 1's stream stays with the publisher
+  h.pub.Produce(net, 2, 3, 3);
   auto fet = std::make_shared<Fet>();
   moqt::FetchOptions fo;
   fo.range = LocationFilter{T::kAbsoluteStartGroupEnd, 0, 0, 1};  // groups 0..1
@@ -808,7 +820,7 @@ TEST(RelayTest, AFetchEndingInAGroupStillFillingIsAnsweredWithItsRealEnd) {
   net.Run();
   EXPECT_FALSE(fet->done.has_value());
   EXPECT_EQ(fet->got, (std::vector<Location>{{0, 0}, {0, 1}, {0, 2}}));  // flowing already
-  hold.Release(net);
+  h.hold.Release(net);
   ASSERT_TRUE(fet->done && fet->done->ok);
   EXPECT_EQ(fet->done->end_location, (Location{1, 2}));
   EXPECT_EQ(fet->got, (std::vector<Location>{{0, 0}, {0, 1}, {0, 2}, {1, 0}, {1, 1}, {1, 2}}));
