@@ -3,9 +3,10 @@
 // subscriber on the same relay go on; PUBLISH accepted within a token's grant, refused without
 // a token, with a forged or expired one (at setup), with one that expired since (the request),
 // and into a full cache (EXCESSIVE_LOAD); a publisher PUBLISHing to a leaf relay whose root then
-// serves the whole publication byte-identical; a leaf destroyed with an announcement forwarded
-// upstream. The in-memory relay tests (relay_test.cc) cover the logic; these cover the server's
-// wiring of sessions. Every wait polls the io_context with a bound.
+// serves the whole publication byte-identical, also when the root comes up only after the
+// publisher left; a leaf destroyed with an announcement forwarded upstream. The in-memory relay
+// tests (relay_test.cc) cover the logic; these cover the server's wiring of sessions. Every wait
+// polls the io_context with a bound.
 #include "relay/relay_server.h"
 
 #include <gtest/gtest.h>
@@ -108,10 +109,10 @@ class RelayServerTest : public ::testing::Test {
     EXPECT_TRUE(r.ok()) << r.status().ToString();
     return r.ok() ? std::move(*r) : nullptr;
   }
-  // A relay whose upstream relay is `up`.
-  std::unique_ptr<RelayServer> StartLeaf(RelayServer& up) {
+  // A relay whose upstream relay is at `upstream_port` on 127.0.0.1.
+  std::unique_ptr<RelayServer> StartLeaf(uint16_t upstream_port) {
     RelayServerConfig rc;
-    rc.upstream_url = "moqt://127.0.0.1:" + std::to_string(up.port());
+    rc.upstream_url = "moqt://127.0.0.1:" + std::to_string(upstream_port);
     rc.upstream_insecure = true;  // the test certificate names localhost
     return StartRelay(rc);
   }
@@ -359,7 +360,7 @@ TEST_F(RelayServerTest, APublishIntoAFullCacheIsRefusedWithExcessiveLoad) {
 // A publisher PUBLISHes to a leaf relay and exits; a subscriber of the root, which never saw the
 // publisher, receives the whole publication byte for byte.
 TEST_F(RelayServerTest, APublishToALeafReachesTheRootByteIdentical) {
-  auto leaf = StartLeaf(*relay_);
+  auto leaf = StartLeaf(relay_->port());
   ASSERT_NE(leaf, nullptr);
   const moqt::FullTrackName name{{"kvcs-1", "scope", "pub1"}, "k.raw.s0"};
   Pub pub = NewPublisher(leaf.get(), name);
@@ -389,12 +390,55 @@ TEST_F(RelayServerTest, APublishToALeafReachesTheRootByteIdentical) {
   leaf.reset();
 }
 
+// The leaf's root is not up yet when the publisher PUBLISHes and leaves: the leaf holds the
+// track, pending, and PUBLISHes it on once its upstream link reaches the root (RelayServer
+// reconnects), whose subscriber then gets all of it.
+TEST_F(RelayServerTest, ALeafHoldsAPublishUntilItsRootIsUpThenDeliversIt) {
+  uint16_t root_port = 0;
+  {
+    auto probe = StartRelay({});  // a free port for the root, closed again
+    ASSERT_NE(probe, nullptr);
+    root_port = probe->port();
+  }
+  auto leaf = StartLeaf(root_port);
+  ASSERT_NE(leaf, nullptr);
+  const moqt::FullTrackName name{{"kvcs-1", "scope", "pub1"}, "k.raw.s0"};
+  Pub pub = NewPublisher(leaf.get(), name);
+  ASSERT_NE(pub.client, nullptr);
+  Produce(*pub.track, 0, 2, 3);
+  ASSERT_TRUE(pub.track->EndTrack().ok());
+  auto offered = PublishAndWait(pub.client, name);
+  ASSERT_TRUE(RunUntil([&] { return offered->delivered.has_value(); }));
+  ASSERT_EQ(offered->delivered, true);
+  pub.client->Close(moqt::SessionError::kNoError, "done");
+  EXPECT_EQ(leaf->relay().upstream_publishes_pending(), 1u);
+  EXPECT_EQ(leaf->relay().metrics().upstream_publishes_delivered.load(), 0u);
+
+  RelayServerConfig rc;
+  rc.port = root_port;
+  auto root = StartRelay(rc);
+  ASSERT_NE(root, nullptr);
+  ASSERT_TRUE(RunUntil([&] {
+    return leaf->relay().metrics().upstream_publishes_delivered.load() == 1;
+  })) << "the leaf never delivered its pending PUBLISH";
+  EXPECT_EQ(leaf->relay().upstream_publishes_pending(), 0u);
+  moqt::MoqtClient* sc = Connect(nullptr, root.get());
+  ASSERT_NE(sc, nullptr);
+  auto sub = SubscribeFromStart(sc, name);
+  ASSERT_TRUE(RunUntil([&] { return sub->done.has_value(); }));
+  EXPECT_TRUE(sub->done->track_ended);
+  EXPECT_TRUE(sub->bytes == Expected(2, 3)) << sub->bytes.size() << " objects";
+  clients_.clear();
+  leaf.reset();
+  root.reset();
+}
+
 // ~RelayServer of a leaf with a publisher's announcement forwarded upstream: the upstream
 // session goes first, and the Relay must not use it afterwards (the publisher's RelayPeer
 // withdraws its announcement as the sessions go). Under valgrind or ASan the old teardown read
 // the freed upstream session here.
 TEST_F(RelayServerTest, ALeafIsDestroyedWithAnAnnouncementForwardedUpstream) {
-  auto leaf = StartLeaf(*relay_);
+  auto leaf = StartLeaf(relay_->port());
   ASSERT_NE(leaf, nullptr);
   moqt::TrackStore store;
   moqt::MoqtClient* pub = Connect(&store, leaf.get());
