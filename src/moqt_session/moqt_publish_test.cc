@@ -2,6 +2,7 @@
 // publishes from its TrackStore, the server accepts or refuses in MoqtSessionCallbacks::OnPublish.
 #include <gtest/gtest.h>
 
+#include <functional>
 #include <set>
 
 #include "moqt/moqt_framer.h"
@@ -69,24 +70,30 @@ struct SubscriberCallbacks : MoqtSessionCallbacks {
     auto v = std::make_shared<Received>();
     accepted[p.track.name] = v;
     a.visitor = v;
+    a.fill_existing = fill_existing;
     return a;
   }
   void OnSessionClosed(uint64_t code, const std::string&, bool by_peer) override {
     closed_code = code;
   }
   std::optional<RequestErrorCode> refuse;
+  bool fill_existing = true;
   std::vector<IncomingPublish> publishes;
   std::map<std::string, std::shared_ptr<Received>> accepted;
   std::optional<uint64_t> closed_code;
 };
 
 struct Pair {
-  explicit Pair(MoqtSessionCallbacks* server_cb = nullptr) {
+  // `clock_ms`: both sessions' clock (null: always 0).
+  explicit Pair(MoqtSessionCallbacks* server_cb = nullptr,
+                std::function<uint64_t()> clock_ms = nullptr) {
     MoqtSessionConfig c;
     c.perspective = Perspective::kClient;
     c.path = "/moq";
+    c.clock_ms = clock_ms;
     MoqtSessionConfig s;
     s.perspective = Perspective::kServer;
+    s.clock_ms = clock_ms;
     client = std::make_unique<MoqtSession>(&pair.client(), c, nullptr, &store);
     server = std::make_unique<MoqtSession>(&pair.server(), s, server_cb ? server_cb : &default_cb,
                                            nullptr);
@@ -199,6 +206,41 @@ TEST(MoqtPublishTest, APublishBeforeAnyObjectIsAllLive) {
   EXPECT_EQ(rx->vias, (std::set<DeliveryKind>{DeliveryKind::kSubscription}));
   EXPECT_FALSE(rx->fill_clean.has_value());  // no fill stream
   EXPECT_TRUE(rx->done->track_ended);
+  EXPECT_EQ(offered->delivered, true);
+}
+
+// The subscriber wants only what comes after the PUBLISH (no fill request): the publisher, which
+// holds PUBLISH_DONE for that request, waits publish_done_wait_ms and then ends the PUBLISH
+// with every live object delivered.
+TEST(MoqtPublishTest, PublishDoneWaitsForAFillRequestOnlyPublishDoneWaitMs) {
+  SubscriberCallbacks cb;
+  cb.fill_existing = false;
+  uint64_t now = 1000;
+  Pair p(&cb, [&now] { return now; });
+  auto t = p.MakeTrack("k");
+  p.Produce(*t, 0, 1, 2);  // before the PUBLISH: not wanted
+  auto offered = std::make_shared<Offered>();
+  ASSERT_TRUE(p.client->PublishTrack(Name("k"), {}, offered).ok());
+  p.Run();
+  p.Produce(*t, 1, 3, 2);  // live: the tail
+  ASSERT_TRUE(t->EndTrack().ok());
+  p.Run();
+  p.client->OnTimer();
+  p.Run();
+  auto rx = cb.accepted["k"];
+  ASSERT_TRUE(rx);
+  EXPECT_FALSE(rx->done.has_value());  // within the wait: a fill request could still come
+  now += kDefaultPublishDoneWaitMs;
+  p.client->OnTimer();
+  p.Run();
+  ASSERT_TRUE(rx->done.has_value()) << "PUBLISH_DONE held for a fill request that never comes";
+  EXPECT_TRUE(rx->done->track_ended);
+  EXPECT_TRUE(rx->done->all_streams_received);
+  std::vector<std::pair<Location, std::string>> tail;
+  for (uint64_t g = 1; g < 3; ++g) {
+    for (uint64_t o = 0; o < 2; ++o) tail.push_back({{g, o}, Payload(g, o)});
+  }
+  EXPECT_EQ(Sorted(rx->objects), tail);  // the whole tail, nothing before the PUBLISH
   EXPECT_EQ(offered->delivered, true);
 }
 

@@ -109,10 +109,19 @@ struct IncomingRequest {
   std::string done_reason;  // PUBLISH_DONE's reason when not the default one
   // A subscription we initiated with PUBLISH: PUBLISH_DONE waits for PUBLISH_OK, and, when the
   // PUBLISH announced existing objects, for the subscriber's first REQUEST_UPDATE (its fill).
+  // A subscriber that wants no fill never sends that update: the wait for it lasts
+  // publish_done_wait_ms from PUBLISH_OK (MoqtSessionImpl::OnTimer), and then PUBLISH_DONE goes
+  // once the live data streams are done.
   bool awaiting_publish_ok = false;
   bool awaiting_fill_request = false;
+  uint64_t publish_ok_at_ms = 0;
   // fetch
   transport::StreamId fetch_stream = 0;
+  // A fetch ending at the end of a group of a relay's track still filling: its last object is
+  // not known yet, so FETCH_OK (whose End Location names it) waits until it is, while the
+  // objects already flow (draft-22 §11: "only once the end is known").
+  std::optional<FetchOk> fetch_ok_pending;
+  bool fetch_ok_with_properties = true;
   // namespace subscription / publish namespace
   TrackNamespace prefix;
   std::unique_ptr<NamespaceForwarder> ns_forwarder;  // namespace subscription

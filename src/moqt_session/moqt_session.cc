@@ -985,6 +985,8 @@ void MoqtSessionImpl::OnTrackProgress(Track& track) {
   if (it == served_.end()) return;
   std::vector<uint64_t> reqs(it->second.second.begin(), it->second.second.end());
   for (uint64_t rid : reqs) {
+    MaybeSendFetchOk(rid);  // before its stream may end: FETCH_OK first
+    if (closing_) return;
     auto rit = in_requests_.find(rid);
     if (rit == in_requests_.end()) continue;
     std::vector<StreamId> ds(rit->second.data_streams.begin(), rit->second.data_streams.end());
@@ -1019,6 +1021,8 @@ void MoqtSessionImpl::EndServedRequest(uint64_t id, StreamResetCode reset, Publi
   r.group_streams.clear();
   DropPendingOpens(r);
   if (r.kind == RequestKind::kFetch) {
+    // Its FETCH_OK was still waiting for the End Location: the request ends with an error.
+    if (r.fetch_ok_pending) SendRequestError(r.stream, RequestErrorCode::kInternalError, reason);
     EndIncomingRequest(id, false);
     return;
   }
@@ -1111,6 +1115,7 @@ void MoqtSessionImpl::CutOffSlowRequest(uint64_t id, uint64_t stalled_ms) {
     if (transport::Stream* s = TStream(it->second.stream)) {
       s->ResetWithCode(static_cast<uint64_t>(StreamResetCode::kTooFarBehind));
     }
+    it->second.fetch_ok_pending.reset();  // nothing more goes on that stream
   }
   EndServedRequest(
       id, StreamResetCode::kTooFarBehind, PublishDoneCode::kTooFarBehind,
@@ -1385,26 +1390,19 @@ void MoqtSessionImpl::AnswerFetch(StreamId id, const moqt::Fetch& m, std::shared
     return;
   }
   FetchOk ok;
-  Location end = *range.end;
-  if (end.object == UINT64_MAX) {
-    std::optional<uint64_t> last = track->LastNormalObject(end.group);
-    end.object = last ? *last : 0;
-  }
-  ok.end_location = end;
-  std::optional<Location> last_normal = track->largest_normal();
-  ok.end_of_track = track->ended() && (!last_normal || end >= *last_normal);
-  if (m.params.include_properties.value_or(true))
-    ok.track_properties = track->WireTrackProperties();
+  ok.end_location = *range.end;
   IncomingRequest r;
   r.kind = RequestKind::kFetch;
   r.id = m.request_id;
   r.stream = id;
   r.track = track;
   r.subscriber_priority = m.params.subscriber_priority.value_or(128);
+  r.fetch_ok_with_properties = m.params.include_properties.value_or(true);
+  r.fetch_ok_pending = ok;
   in_requests_.emplace(r.id, std::move(r));
   // Served like a subscription, so that a relay's track still filling wakes the fetch stream.
   ServeTrack(track, m.request_id);
-  (void)SendControl(id, ok, true);
+  MaybeSendFetchOk(m.request_id);
   FetchStreamParams p;
   p.owner = m.request_id;
   p.header_id = m.request_id;
@@ -1413,6 +1411,27 @@ void MoqtSessionImpl::AnswerFetch(StreamId id, const moqt::Fetch& m, std::shared
   p.priority = m.params.subscriber_priority.value_or(128);
   p.filters = m.params.range_filters;
   OpenFetchStream(std::move(p));
+}
+
+void MoqtSessionImpl::MaybeSendFetchOk(uint64_t id) {
+  auto it = in_requests_.find(id);
+  if (it == in_requests_.end() || !it->second.fetch_ok_pending) return;
+  IncomingRequest& r = it->second;
+  const Track& track = *r.track;
+  FetchOk ok = *r.fetch_ok_pending;
+  Location& end = ok.end_location;
+  if (end.object == UINT64_MAX) {
+    // The range ends with its group: the End Location is that group's last object, unknown
+    // while a relay's copy of the group is still filling.
+    if (!track.KnownThrough({end.group, UINT64_MAX})) return;
+    std::optional<uint64_t> last = track.LastNormalObject(end.group);
+    end.object = last ? *last : 0;
+  }
+  std::optional<Location> last_normal = track.largest_normal();
+  ok.end_of_track = track.ended() && (!last_normal || end >= *last_normal);
+  if (r.fetch_ok_with_properties) ok.track_properties = track.WireTrackProperties();
+  r.fetch_ok_pending.reset();
+  (void)SendControl(r.stream, ok, true);
 }
 
 void MoqtSessionImpl::HandleTrackStatus(StreamId id, const moqt::TrackStatus& m) {
@@ -2313,6 +2332,8 @@ void MoqtSessionImpl::OnTimer() {
   }
   CheckStalledPeer();
   if (closing_) return;
+  ExpireFillRequestWaits();
+  if (closing_) return;
   std::vector<uint64_t> ids;
   for (auto& [id, r] : out_requests_) {
     if (r.kind == RequestKind::kSubscribe && r.done) ids.push_back(id);
@@ -2332,6 +2353,23 @@ void MoqtSessionImpl::OnTimer() {
       FinStream(sid);
       if (v) v->OnComplete(d);
     }
+  }
+}
+
+void MoqtSessionImpl::ExpireFillRequestWaits() {
+  std::vector<uint64_t> ids;
+  for (auto& [id, r] : in_requests_) {
+    if (r.awaiting_fill_request && !r.awaiting_publish_ok &&
+        Now() >= r.publish_ok_at_ms + config_.publish_done_wait_ms) {
+      ids.push_back(id);
+    }
+  }
+  for (uint64_t id : ids) {
+    auto it = in_requests_.find(id);
+    if (it == in_requests_.end()) continue;
+    it->second.awaiting_fill_request = false;  // a later update is still served
+    MaybePublishDone(id);
+    if (closing_) return;
   }
 }
 

@@ -78,6 +78,10 @@ struct MoqtSessionConfig {
   // Monotonic milliseconds. Used for the PUBLISH_DONE stream wait and the GOAWAY timeout; the
   // owner calls MoqtSession::OnTimer() to let deadlines fire. Default: always 0.
   std::function<uint64_t()> clock_ms;
+  // Subscriber: how long a subscription waits after PUBLISH_DONE for the data streams it
+  // counted. Publisher of a PUBLISH: how long after PUBLISH_OK its PUBLISH_DONE waits for the
+  // subscriber's fill request (REQUEST_UPDATE) when objects existed; a subscriber that wants no
+  // fill never sends one, and PUBLISH_DONE then goes once the live streams are done.
   uint64_t publish_done_wait_ms = kDefaultPublishDoneWaitMs;
   // Slow subscribers (publisher side): when the peer has taken none of our data-stream bytes
   // for this long while some were waiting for it (written and not acknowledged, or waiting for

@@ -212,6 +212,11 @@ class MoqtSessionImpl : public transport::SessionVisitor,
   // Request-wide bookkeeping when one of our data streams ends (once; repeats are ignored).
   void DataOutFinished(OutgoingDataStream& d);
   void MaybePublishDone(uint64_t sub_id);
+  // Sends fetch `id`'s FETCH_OK once its End Location is known (IncomingRequest::fetch_ok_pending).
+  void MaybeSendFetchOk(uint64_t id);
+  // Our PUBLISHes whose subscriber sent no fill request within publish_done_wait_ms of its
+  // PUBLISH_OK: PUBLISH_DONE waits for it no longer.
+  void ExpireFillRequestWaits();
   void EndIncomingRequest(uint64_t id, bool reset_streams);
   // Resets one of our data streams (CANCELLED, or `code`); the pump treats it as finished.
   void CancelDataOut(StreamId sid, StreamResetCode code = StreamResetCode::kCancelled);

@@ -5,7 +5,9 @@
 // answered SUBSCRIBE with Next Object (an IncomingRequest under the PUBLISH's Request ID), so no
 // live object is missed while the answer travels. The objects that existed before come as a fill
 // when the subscriber asks for them (REQUEST_UPDATE with FILL_PARAMETERS). PUBLISH_DONE waits for
-// PUBLISH_OK and, when objects existed, for that first update. REQUEST_ERROR ends it all.
+// PUBLISH_OK and, when objects existed, for that first update, but for no longer than
+// publish_done_wait_ms after PUBLISH_OK (a subscriber that wants no fill never sends it).
+// REQUEST_ERROR ends it all.
 //
 // Subscriber side (HandlePublish): AuthorizeRequest(kPublish), then MoqtSessionCallbacks::OnPublish
 // accepts with a SubscribeVisitor or refuses. Accepted, the subscription is an OutgoingRequest
@@ -79,6 +81,7 @@ void MoqtSessionImpl::OnPublishResponse(StreamId id, OutgoingRequest& r, Control
     }
     if (auto it = in_requests_.find(rid); it != in_requests_.end()) {
       it->second.awaiting_publish_ok = false;
+      it->second.publish_ok_at_ms = Now();
     }
     if (auto v = r.publish_visitor) v->OnPublishResult(std::nullopt);
     if (closing_) return;

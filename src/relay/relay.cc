@@ -177,6 +177,9 @@ void Relay::OnTimer() {
     feed->Abandon(moqt::RequestErrorCode::kTimeout, "the upstream did not answer in time");
   }
   if (options_.upstream_stall_ms > 0) CheckStalledUpstreams(now);
+  // The budget also changes with nothing here being told: a track dropped from the cache (a
+  // failed feed) releases its charge only when the last session serving it lets go of it.
+  UpdateCacheGauges();
 }
 
 void Relay::CheckStalledUpstreams(uint64_t now) {
@@ -226,7 +229,10 @@ void Relay::CheckStalledUpstreams(uint64_t now) {
 
 void Relay::FeedEnded(TrackFeed* feed) {
   const moqt::FullTrackName name = feed->track()->name();
-  if (feed->track()->failure()) cache_.Remove(name);  // never keep part of a track
+  if (feed->track()->failure()) {
+    cache_.Remove(name);              // never keep part of a track
+    upstream_publishes_.erase(name);  // nor send it upstream
+  }
   auto it = feeds_.find(name);
   if (it != feeds_.end() && it->second.get() == feed) feeds_.erase(it);  // caller holds `self`
   if (!feed->track()->failure()) PublicationComplete(name.track_namespace);
@@ -361,7 +367,12 @@ void Relay::SetUpstream(moqt::MoqtSession* upstream) {
   }
   upstream_ = upstream;
   if (!upstream_) return;
+  ++upstream_link_;
   for (auto& [ns, a] : announcements_) ForwardAnnouncement(ns, a);
+  // PUBLISHes the upstream does not hold yet go (again) on this link.
+  std::vector<moqt::FullTrackName> pending;
+  for (const auto& [name, up] : upstream_publishes_) pending.push_back(name);
+  for (const moqt::FullTrackName& name : pending) SendUpstreamPublish(name);
   // Learn the tree's namespaces.
   struct Visitor : moqt::NamespaceVisitor {
     Visitor(Relay* r, std::weak_ptr<int> alive, moqt::TrackNamespace prefix)

@@ -13,6 +13,9 @@
 //   - A publisher may also PUBLISH (draft-22) each track: the relay accepts it into the cache at
 //     once (relay_publish.cc), so the publication stays after the publisher left even if nobody
 //     subscribed meanwhile; subscribers and FETCH are served from it as from a pulled track.
+//     With an upstream relay (RelayOptions::publish_upstream), each such PUBLISH is PUBLISHed on
+//     to it (relay_upstream_publish.cc), so a tree's root holds what any leaf was PUBLISHed:
+//     pending until the upstream holds it, re-sent on every new upstream link.
 //   - The cache (relay_cache.h) holds whole publications under one byte budget, evicted least
 //     recently used, never while in use; a publication that cannot be held whole is refused.
 //   - Authorization: the setup's token (auth/token.h, ES256 JWT) grants publish and/or subscribe
@@ -72,6 +75,10 @@ struct RelayOptions {
   uint64_t upstream_timeout_ms = kDefaultUpstreamTimeoutMs;
   // 0: an upstream is never judged stalled (kDefaultUpstreamStallMs; needs clock_ms, OnTimer).
   uint64_t upstream_stall_ms = kDefaultUpstreamStallMs;
+  // This relay has an upstream relay (RelayServer: --upstream): every PUBLISH accepted here into
+  // a new cached track is PUBLISHed on to the upstream relay, and the track is held (never
+  // evicted) until the upstream has all of it; re-sent on every new upstream link until then.
+  bool publish_upstream = false;
   // Null: open access (only when the configuration says so). Otherwise every session needs a
   // valid token in its SETUP.
   std::shared_ptr<const auth::Verifier> verifier;
@@ -114,7 +121,8 @@ class Relay : public moqt::TrackSource {
   // The session to the upstream relay once SETUP is done; nullptr when it ended. Announcements
   // made here are forwarded to it, and requests nobody here can answer go to it.
   void SetUpstream(moqt::MoqtSession* upstream);
-  // Lets deadlines fire (upstream answers that do not come, upstreams that stall).
+  // Lets deadlines fire (upstream answers that do not come, upstreams that stall) and refreshes
+  // the cache gauges (the budget changes also when a session lets go of a dropped track).
   void OnTimer();
 
   // ---- TrackSource
@@ -127,6 +135,8 @@ class Relay : public moqt::TrackSource {
   RelayMetrics& metrics() { return metrics_; }
   const RelayCache& cache() const { return cache_; }
   size_t feeds_in_flight() const { return feeds_.size(); }
+  // PUBLISHes accepted here that the upstream relay does not hold whole yet.
+  size_t upstream_publishes_pending() const { return upstream_publishes_.size(); }
 
  private:
   friend class RelayPeer;
@@ -171,6 +181,24 @@ class Relay : public moqt::TrackSource {
   moqt::PublishAnswer AcceptPublish(RelayPeer* peer, const moqt::IncomingPublish& publish);
   void ForwardAnnouncement(const moqt::TrackNamespace& ns, Announcement& a);
 
+  // A PUBLISH accepted here, to be PUBLISHed on to the upstream relay (relay_upstream_publish.cc).
+  struct UpstreamPublish {
+    std::shared_ptr<moqt::Track> track;            // held: in use, so never evicted meanwhile
+    std::vector<moqt::AuthToken> incoming_tokens;  // the publisher's PUBLISH's (its relay path)
+    bool answered = false;  // the publisher's PUBLISH is answered: the track's Largest is known
+    uint64_t link = 0;      // the upstream link it is in flight on (0: not sent on this one)
+  };
+  // From AcceptPublish: `track` goes upstream once its feed is answered (PublishAnswered).
+  void QueueUpstreamPublish(const moqt::FullTrackName& name, std::shared_ptr<moqt::Track> track,
+                            std::vector<moqt::AuthToken> incoming_tokens);
+  // From TrackFeed::OnSubscribeOk: the track's Largest is known, its PUBLISH can go upstream.
+  void PublishAnswered(const moqt::FullTrackName& name);
+  // PUBLISHes `name` on the current upstream link unless it is in flight there already.
+  void SendUpstreamPublish(const moqt::FullTrackName& name);
+  // Our PUBLISH on link `link` ended: the upstream holds the track (`held`), or not.
+  void UpstreamPublishEnded(const moqt::FullTrackName& name, uint64_t link, bool held,
+                            const std::string& why);
+
   // Ends the feeds of upstream sessions that owe data and delivered nothing for
   // upstream_stall_ms (one watch per session: QUIC flow control is per connection, and one
   // feed starved by the upstream's other streams is not a stall); the upstream relay's link is
@@ -202,6 +230,8 @@ class Relay : public moqt::TrackSource {
     uint64_t since_ms = 0;
   };
   std::map<moqt::MoqtSession*, UpstreamWatch> upstream_watch_;
+  std::map<moqt::FullTrackName, UpstreamPublish, FullTrackNameLess> upstream_publishes_;
+  uint64_t upstream_link_ = 0;  // counts the upstream links (SetUpstream with a session)
   std::shared_ptr<int> alive_ = std::make_shared<int>(0);
 };
 

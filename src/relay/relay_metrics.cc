@@ -56,6 +56,11 @@ std::string RelayMetrics::Render(uint64_t bytes_out, uint64_t objects_out) const
   line("publish_joins_total", "counter",
        "PUBLISHes of a track already being filled (written into the same track)",
        get(publish_joins));
+  line("upstream_publishes_total", "counter",
+       "PUBLISHes sent on to the upstream relay (re-sends after a reconnect included)",
+       get(upstream_publishes));
+  line("upstream_publishes_delivered_total", "counter",
+       "PUBLISHes of tracks the upstream relay then held whole", get(upstream_publishes_delivered));
   line("evictions_total", "counter", "publications evicted", get(evictions));
   line("evicted_bytes_total", "counter", "budget bytes freed by evictions", get(evicted_bytes));
   line("cached_publications", "gauge", "publications in the cache", get(cached_publications));

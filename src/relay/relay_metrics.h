@@ -33,10 +33,12 @@ struct RelayMetrics {
   Counter subscriptions{0};  // downstream SUBSCRIBE/FETCH/TRACK_STATUS answered
   Counter cache_hits{0};     // answered from a track already cached
   Counter upstream_requests{0};
-  Counter merged_requests{0};  // joined an upstream request already in flight
-  Counter publishes{0};        // PUBLISHes accepted into the cache
-  Counter publish_joins{0};    // of those, PUBLISHes of a track already being filled
-  Counter evictions{0};        // publications evicted
+  Counter merged_requests{0};               // joined an upstream request already in flight
+  Counter publishes{0};                     // PUBLISHes accepted into the cache
+  Counter publish_joins{0};                 // of those, PUBLISHes of a track already being filled
+  Counter upstream_publishes{0};            // PUBLISHes sent on to the upstream relay
+  Counter upstream_publishes_delivered{0};  // of those, tracks the upstream then held whole
+  Counter evictions{0};                     // publications evicted
   Counter evicted_bytes{0};
   Counter cached_publications{0};  // gauge
   Counter cached_bytes{0};         // gauge: the byte budget in use

@@ -12,6 +12,8 @@
 //     first, the feed completes from it and its own subscription ends;
 //   - cached whole already: UNINTERESTED (refusals_total{cause="already_cached"}): the relay
 //     holds it;
+//   - with an upstream relay, a PUBLISH accepted into a new track is PUBLISHed on to it
+//     (relay_upstream_publish.cc);
 //   - no room (nothing evictable for even one object): EXCESSIVE_LOAD and
 //     refusals_total{cause="cache_full"}, nothing cached. Room running out later ends the feed
 //     the same way as a pulled one (the track is dropped whole, counted cache_full).
@@ -92,6 +94,7 @@ moqt::PublishAnswer Relay::AcceptPublish(RelayPeer* peer, const moqt::IncomingPu
   feed->set_request_id(p.request_id);
   feeds_[p.track] = feed;
   metrics_.publishes.fetch_add(1, std::memory_order_relaxed);
+  if (options_.publish_upstream) QueueUpstreamPublish(p.track, *track, p.tokens);
   UpdateCacheGauges();
   answer.visitor = feed;  // OnSubscribeOk follows at once: the feed is answered
   return answer;

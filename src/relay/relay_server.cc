@@ -59,6 +59,15 @@ struct RelayServer::Impl {
       impl->relay->SetUpstream(nullptr);
       impl->upstream_lost = true;
     }
+    // This relay PUBLISHes up its tree, never down: a PUBLISH from the upstream relay would go
+    // back up to it (a loop).
+    moqt::PublishAnswer OnPublish(const moqt::IncomingPublish& publish) override {
+      impl->relay->metrics().Refuse(Refusal::kLoop);
+      moqt::PublishAnswer refused;
+      refused.error = moqt::RequestErrorCode::kNotSupported;
+      refused.reason = "relay loop: a PUBLISH from the upstream relay would be sent back to it";
+      return refused;
+    }
     Impl* impl;
   };
 
@@ -83,6 +92,7 @@ struct RelayServer::Impl {
     for (const moqt::AuthToken& t : config.relay.upstream_tokens) {
       cc.session.setup_auth_tokens.push_back(t);
     }
+    if (upstream) relay->SetUpstream(nullptr);  // never left pointing at a destroyed session
     upstream.reset();
     auto c = moqt::MoqtClient::Connect(io, cc, up_cb.get(), relay.get());
     if (!c.ok()) return c.status().WithContext("upstream");
@@ -154,6 +164,11 @@ RelayServer::~RelayServer() {
     impl_->metrics->Stop();
     if (impl_->metrics_thread.joinable()) impl_->metrics_thread.join();
   }
+  // The Relay forgets the upstream session before it is destroyed: MoqtSession's destructor
+  // tells nobody, so the Relay would otherwise keep a dangling pointer that the RelayPeers'
+  // teardown below uses (a publisher's announcement withdrawn upstream, PUBLISH_NAMESPACE_DONE)
+  // and that ~Relay uses (its feeds from the upstream unsubscribed).
+  if (impl_->relay) impl_->relay->SetUpstream(nullptr);
   // Sessions (and their RelayPeers) before the Relay they point to.
   impl_->upstream.reset();
   impl_->server.reset();
@@ -168,6 +183,7 @@ Result<std::unique_ptr<RelayServer>> RelayServer::Start(boost::asio::io_context&
   if (!ro.clock_ms) ro.clock_ms = SteadyMs;
   if (!ro.clock_s) ro.clock_s = WallS;
   if (!ro.log && p->log) ro.log = p->log;
+  ro.publish_upstream = !p->config.upstream_url.empty();
   p->relay = std::make_unique<Relay>(std::move(ro));
   moqt::MoqtServerConfig sc;
   sc.quic.host = p->config.listen_host;

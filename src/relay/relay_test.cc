@@ -10,11 +10,9 @@
 #include <functional>
 #include <set>
 
-#include <openssl/evp.h>
 #include "auth/token.h"
-
-#include "common/pem_key.h"
 #include "moqt_session/moqt_track_store.h"
+#include "relay/test_tools/test_signer.h"
 #include "transport/test_tools/in_memory_session.h"
 #include "transport/test_tools/recording_session_visitor.h"
 
@@ -194,6 +192,14 @@ Client Connect(Net& net, Node& node, moqt::TrackSource* source,
   return c;
 }
 
+// Links `leaf` to its upstream relay `up`: a client session of `up` whose source is the leaf's
+// relay (what RelayServer's upstream link is).
+Client LinkUp(Net& net, Node& leaf, Node& up) {
+  Client c = Connect(net, up, &leaf.relay);
+  leaf.relay.SetUpstream(c.session.get());
+  return c;
+}
+
 // A publisher: a TrackStore announced to a relay.
 struct Publisher {
   moqt::TrackStore store;
@@ -230,6 +236,18 @@ moqt::SubscribeOptions JoinFromStart() {
   moqt::SubscribeOptions so;
   so.fill = LocationFilter{T::kAbsoluteStart, 0, 0};
   return so;
+}
+
+// A new client of `node` subscribed to `name` from {0,0} (Next Object + fill), run until idle.
+struct Subscription {
+  Client client;
+  std::shared_ptr<Sub> sub;
+};
+Subscription SubscribeFromStart(Net& net, Node& node, const moqt::FullTrackName& name) {
+  Subscription s{Connect(net, node, nullptr), std::make_shared<Sub>()};
+  EXPECT_TRUE(s.client.session->Subscribe(name, JoinFromStart(), s.sub).ok());
+  net.Run();
+  return s;
 }
 
 std::set<Location> All(uint64_t groups, uint64_t objects) {
@@ -513,6 +531,12 @@ TEST(RelayTest, APublisherGoingAwayMidStreamEndsSubscriptionsPromptly) {
   EXPECT_FALSE(sub->done->track_ended);
   EXPECT_EQ(node.relay.cache().publication_count(), 0u);  // a partial track is not kept
   EXPECT_EQ(node.relay.feeds_in_flight(), 0u);
+  // The partial track's charge went only once the subscriber's session let go of it, which
+  // the relay is not told: the next tick refreshes the gauges.
+  ASSERT_EQ(node.relay.cache().budget()->used(), 0u);
+  node.relay.OnTimer();
+  EXPECT_EQ(node.relay.metrics().cached_bytes.load(), 0u);
+  EXPECT_EQ(node.relay.metrics().cached_publications.load(), 0u);
 }
 
 // leaf A (publisher) -> root <- leaf B (subscriber): discovery and subscription through the root.
@@ -709,6 +733,25 @@ struct HeldStreams {
   std::set<transport::StreamId> seen, held;
 };
 
+// A relay, a publisher whose streams can be held back (HeldStreams), and a subscriber's client.
+struct HeldPublisherRelay {
+  HeldPublisherRelay() {
+    pub.Start(net, node, kNs, {}, hold.Options());
+    s = Connect(net, node, nullptr);
+  }
+  // Produces group `g` with its stream held back at the publisher.
+  void ProduceHeld(uint64_t g) {
+    hold.holding = true;
+    pub.Produce(net, g, g + 1, 3);
+    hold.holding = false;
+  }
+  Net net;
+  Node node{Opts("r1")};
+  HeldStreams hold;
+  Publisher pub;
+  Client s;
+};
+
 // Live groups whose streams arrive out of order (group `late`'s after the next one's) never make
 // the relay claim a range complete that is not: whether the feed started before production (no
 // upstream Largest Object: the lowest group received is not where the track starts) or after
@@ -717,12 +760,12 @@ struct HeldStreams {
 TEST(RelayTest, LiveGroupsArrivingOutOfOrderAreNotClaimedComplete) {
   for (const bool before_production : {true, false}) {
     SCOPED_TRACE(before_production);
-    Net net;
-    Node node(Opts("r1"));
-    HeldStreams hold;
-    Publisher pub;
-    pub.Start(net, node, kNs, {}, hold.Options());
-    Client s = Connect(net, node, nullptr);
+    HeldPublisherRelay h;
+    Net& net = h.net;
+    Node& node = h.node;
+    HeldStreams& hold = h.hold;
+    Publisher& pub = h.pub;
+    Client& s = h.s;
     auto sub = std::make_shared<Sub>();
     uint64_t late = 0;
     if (!before_production) {
@@ -731,9 +774,7 @@ TEST(RelayTest, LiveGroupsArrivingOutOfOrderAreNotClaimedComplete) {
     }
     ASSERT_TRUE(s.session->Subscribe(Name("k.raw.s0"), JoinFromStart(), sub).ok());
     net.Run();
-    hold.holding = true;
-    pub.Produce(net, late, late + 1, 3);  // its stream stays with the publisher ...
-    hold.holding = false;
+    h.ProduceHeld(late);                      // its stream stays with the publisher ...
     pub.Produce(net, late + 1, late + 2, 3);  // ... and the next group's arrives
     std::shared_ptr<moqt::Track> t = node.relay.FindTrack(Name("k.raw.s0"));
     ASSERT_NE(t, nullptr);
@@ -757,6 +798,32 @@ TEST(RelayTest, LiveGroupsArrivingOutOfOrderAreNotClaimedComplete) {
     EXPECT_EQ(sub->got, All(late + 2, 3));
     ASSERT_TRUE(sub->done && sub->done->track_ended);
   }
+}
+
+// A FETCH of whole groups, the last of which the relay's copy is still filling (its stream held
+// back): FETCH_OK's End Location names that group's last object, so it waits until the group is
+// known, while the objects before it flow; it never claims an end before the group's real one.
+TEST(RelayTest, AFetchEndingInAGroupStillFillingIsAnsweredWithItsRealEnd) {
+  HeldPublisherRelay h;
+  Net& net = h.net;
+  Client& s = h.s;
+  auto sub = std::make_shared<Sub>();
+  ASSERT_TRUE(s.session->Subscribe(Name("k.raw.s0"), JoinFromStart(), sub).ok());
+  net.Run();
+  h.pub.Produce(net, 0, 1, 3);
+  h.ProduceHeld(1);  // group 1's stream stays with the publisher
+  h.pub.Produce(net, 2, 3, 3);
+  auto fet = std::make_shared<Fet>();
+  moqt::FetchOptions fo;
+  fo.range = LocationFilter{T::kAbsoluteStartGroupEnd, 0, 0, 1};  // groups 0..1
+  ASSERT_TRUE(s.session->Fetch(Name("k.raw.s0"), fo, fet).ok());
+  net.Run();
+  EXPECT_FALSE(fet->done.has_value());
+  EXPECT_EQ(fet->got, (std::vector<Location>{{0, 0}, {0, 1}, {0, 2}}));  // flowing already
+  h.hold.Release(net);
+  ASSERT_TRUE(fet->done && fet->done->ok);
+  EXPECT_EQ(fet->done->end_location, (Location{1, 2}));
+  EXPECT_EQ(fet->got, (std::vector<Location>{{0, 0}, {0, 1}, {0, 2}, {1, 0}, {1, 1}, {1, 2}}));
 }
 
 // An upstream that stops delivering what it owes (the rest of a group, here held back on its
@@ -996,33 +1063,19 @@ TEST(RelayTest, AStalledFetchIsCutOffToo) {
 class RelayAuthTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    EVP_PKEY* k = EVP_PKEY_Q_keygen(nullptr, nullptr, "EC", "P-256");
-    auto owned = OwnKey(k);
-    priv_ = PrivatePemOf(k);
-    auth::Keyring ring;
-    ASSERT_TRUE(ring.Add("k1", PublicPemOf(k)).ok());
     RelayOptions o = Opts("r1");
-    o.verifier = std::make_shared<auth::Verifier>(std::move(ring));
+    o.verifier = signer_.verifier();
     o.clock_s = [this] { return now_s_; };
     node_ = std::make_unique<Node>(std::move(o));
   }
   std::vector<moqt::AuthToken> Token(std::vector<auth::Action> actions,
                                      std::vector<std::string> prefix, int64_t exp) {
-    auth::Claims c;
-    c.sub = "tester";
-    c.exp = exp;
-    c.grants.push_back({std::move(actions), {std::move(prefix)}});
-    auto t = auth::Mint(c, "k1", priv_);
-    EXPECT_TRUE(t.ok()) << t.status().message();
-    moqt::AuthToken a;
-    a.token_type = 1;
-    a.value = t.ok() ? *t : "";
-    return {a};
+    return signer_.Token(std::move(actions), std::move(prefix), exp);
   }
   // The scope field "scope" as the token names it (KVCS fields are hex).
   std::string ScopeHex() { return "73636f7065"; }
   int64_t now_s_ = 1'000'000;
-  std::string priv_;
+  test::TestSigner signer_;
   Net net_;
   std::unique_ptr<Node> node_;
 };
@@ -1066,8 +1119,7 @@ TEST_F(RelayAuthTest, NoTokenExpiredOrForgedIsRefusedAtSetup) {
       Connect(net_, *node_, nullptr, Token({auth::Action::kSubscribe}, {"kvcs-1"}, now_s_ - 1));
   ASSERT_TRUE(expired.cb->closed.has_value());
   EXPECT_EQ(*expired.cb->closed, static_cast<uint64_t>(moqt::SessionError::kExpiredAuthToken));
-  auto forged = Token({auth::Action::kSubscribe}, {"kvcs-1"}, now_s_ + 60);
-  forged[0].value.back() = forged[0].value.back() == 'A' ? 'B' : 'A';
+  auto forged = signer_.Forged({auth::Action::kSubscribe}, {"kvcs-1"}, now_s_ + 60);
   Client f = Connect(net_, *node_, nullptr, forged);
   ASSERT_TRUE(f.cb->closed.has_value());
   EXPECT_NE(*f.cb->closed, 0u);
@@ -1159,12 +1211,9 @@ TEST(RelayPublishTest, APublishOfATrackBeingPulledJoinsTheSameTrack) {
   EXPECT_EQ(node.relay.metrics().publish_joins.load(), 1u);
   EXPECT_EQ(early->got, All(3, 3));
   ASSERT_TRUE(early->done && early->done->track_ended);
-  Client s2 = Connect(net, node, nullptr);
-  auto late = std::make_shared<Sub>();
-  ASSERT_TRUE(s2.session->Subscribe(Name("k.raw.s0"), JoinFromStart(), late).ok());
-  net.Run();
-  EXPECT_EQ(late->got, All(3, 3));
-  ASSERT_TRUE(late->done && late->done->track_ended);
+  Subscription late = SubscribeFromStart(net, node, Name("k.raw.s0"));
+  EXPECT_EQ(late.sub->got, All(3, 3));
+  ASSERT_TRUE(late.sub->done && late.sub->done->track_ended);
 }
 
 TEST(RelayPublishTest, APublishIntoAFullBudgetIsRefusedAndCounted) {
@@ -1255,6 +1304,121 @@ TEST_F(RelayAuthTest, APublishOutsideTheGrantIsRefusedAndNothingIsCached) {
   ASSERT_TRUE(r->result && r->result->has_value());
   EXPECT_EQ((*r->result)->error_code, static_cast<uint64_t>(moqt::RequestErrorCode::kUnauthorized));
   EXPECT_EQ(node_->relay.cache().publication_count(), 0u);
+}
+
+// --------------------------------------------------------------------- PUBLISH up a tree
+RelayOptions LeafOpts(std::string id) {
+  RelayOptions o = Opts(std::move(id));
+  o.publish_upstream = true;
+  return o;
+}
+
+// Leaf relay A (PUBLISHing up) linked to a root, and a publisher at A.
+struct LeafUnderRoot {
+  LeafUnderRoot() {
+    Link();
+    pub.Start(net, a);
+  }
+  // The link's session goes before the relays: A must not keep pointing at it.
+  ~LeafUnderRoot() { a.relay.SetUpstream(nullptr); }
+  // A new upstream link from A to the root (RelayServer: on every reconnect).
+  void Link() {
+    link = LinkUp(net, a, root);
+    net.Run();
+  }
+  Net net;
+  Node root{Opts("root")}, a{LeafOpts("a")};
+  Client link;
+  Publisher pub;
+};
+
+// A publisher PUBLISHes to leaf A and leaves; the root holds the whole track and serves it.
+TEST(RelayPublishTest, APublishToALeafGoesOnToTheRootAndStaysAfterThePublisherLeft) {
+  LeafUnderRoot t;
+  Net& net = t.net;
+  Node &root = t.root, &a = t.a;
+  Publisher& pub = t.pub;
+  pub.Produce(net, 0, 1, 3);  // before the PUBLISH: comes as the fill, at A and at the root
+  auto k = std::make_shared<Offered>();
+  ASSERT_TRUE(pub.client.session->PublishTrack(Name("k.raw.s0"), {}, k).ok());
+  net.Run();
+  pub.Produce(net, 1, 3, 3);  // live
+  ASSERT_TRUE(pub.track->EndTrack().ok());
+  net.Run();
+  ASSERT_EQ(k->delivered, true);
+  pub.client.session->Close(moqt::SessionError::kNoError, "done");
+  net.Run();
+  EXPECT_EQ(a.relay.metrics().upstream_publishes.load(), 1u);
+  EXPECT_EQ(a.relay.metrics().upstream_publishes_delivered.load(), 1u);
+  EXPECT_EQ(a.relay.upstream_publishes_pending(), 0u);
+  EXPECT_EQ(root.relay.metrics().publishes.load(), 1u);
+  Subscription s = SubscribeFromStart(net, root, Name("k.raw.s0"));
+  EXPECT_EQ(s.sub->got, All(3, 3));  // Sub checks each object's bytes and that it came once
+  ASSERT_TRUE(s.sub->done && s.sub->done->track_ended);
+  EXPECT_EQ(root.relay.metrics().upstream_requests.load(), 0u);  // from the root's own cache
+}
+
+// The upstream link ends while the PUBLISH is on its way: the leaf keeps the track (in use, so
+// never evicted) and PUBLISHes it again on the next link, and the root gets all of it.
+TEST(RelayPublishTest, AnUpstreamPublishIsPendingUntilTheUpstreamHoldsItAndReSentOnReconnect) {
+  LeafUnderRoot t;
+  Net& net = t.net;
+  Node &root = t.root, &a = t.a;
+  Publisher& pub = t.pub;
+  auto k = std::make_shared<Offered>();
+  ASSERT_TRUE(pub.client.session->PublishTrack(Name("k.raw.s0"), {}, k).ok());
+  net.Run();
+  pub.Produce(net, 0, 1, 3);
+  EXPECT_EQ(a.relay.metrics().upstream_publishes.load(), 1u);
+  t.link.session->Close(moqt::SessionError::kNoError, "link down");  // RelayServer: reconnects
+  net.Run();
+  a.relay.SetUpstream(nullptr);
+  EXPECT_FALSE(root.relay.cache().Contains(kNs));  // the root never keeps part of a track
+  pub.Produce(net, 1, 3, 3);
+  ASSERT_TRUE(pub.track->EndTrack().ok());
+  net.Run();
+  ASSERT_EQ(k->delivered, true);
+  pub.client.session->Close(moqt::SessionError::kNoError, "done");
+  net.Run();
+  EXPECT_EQ(a.relay.upstream_publishes_pending(), 1u);
+  EXPECT_TRUE(a.relay.cache().InUse(kNs));  // held for the upstream
+  EXPECT_EQ(a.relay.metrics().upstream_publishes_delivered.load(), 0u);
+  t.Link();
+  EXPECT_EQ(a.relay.metrics().upstream_publishes.load(), 2u);
+  EXPECT_EQ(a.relay.metrics().upstream_publishes_delivered.load(), 1u);
+  EXPECT_EQ(a.relay.upstream_publishes_pending(), 0u);
+  EXPECT_FALSE(a.relay.cache().InUse(kNs));  // released: evictable again
+  Subscription s = SubscribeFromStart(net, root, Name("k.raw.s0"));
+  EXPECT_EQ(s.sub->got, All(3, 3));
+  ASSERT_TRUE(s.sub->done && s.sub->done->track_ended);
+}
+
+// Two relays each other's upstream: a PUBLISH that comes back to a relay it passed is refused
+// (NOT_SUPPORTED, counted as a loop) instead of going round; the first relay keeps the track.
+TEST(RelayPublishTest, AnUpstreamPublishThatWouldLoopIsRefused) {
+  Net net;
+  Node a(LeafOpts("a")), b(LeafOpts("b"));
+  Client a_up = LinkUp(net, a, b);
+  Client b_up = LinkUp(net, b, a);  // b's upstream is a: a loop
+  net.Run();
+  Publisher pub;
+  pub.Start(net, a);  // its PUBLISH_NAMESPACE comes back to a too, and is refused as a loop
+  const uint64_t loops = Refusals(a, Refusal::kLoop);
+  auto k = std::make_shared<Offered>();
+  ASSERT_TRUE(pub.client.session->PublishTrack(Name("k.raw.s0"), {}, k).ok());
+  pub.Produce(net, 0, 2, 2);
+  ASSERT_TRUE(pub.track->EndTrack().ok());
+  net.Run();
+  ASSERT_EQ(k->delivered, true);
+  EXPECT_EQ(Refusals(a, Refusal::kLoop), loops + 1);  // b's PUBLISH of it back to a
+  EXPECT_EQ(a.relay.metrics().upstream_publishes.load(), 1u);
+  EXPECT_EQ(b.relay.metrics().upstream_publishes.load(), 1u);
+  EXPECT_EQ(b.relay.metrics().upstream_publishes_delivered.load(), 0u);
+  EXPECT_TRUE(a.relay.cache().Contains(kNs));
+  // The links' sessions go before the relays (declared after them): unlink first, as
+  // RelayServer does, or the publisher's announcement would be withdrawn on a freed session.
+  a.relay.SetUpstream(nullptr);
+  b.relay.SetUpstream(nullptr);
 }
 
 }  // namespace

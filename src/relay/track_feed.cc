@@ -36,6 +36,7 @@ void TrackFeed::OnSubscribeOk(const moqt::SubscribeOkInfo& info) {
   track_->SetTrackProperties(info.track_properties);
   Advance();
   Wake();
+  if (!ended_) relay_->PublishAnswered(track_->name());  // a PUBLISH here goes on upstream now
 }
 
 moqt::PublishedObject ToStoredObject(const moqt::ReceivedObject& o) {
