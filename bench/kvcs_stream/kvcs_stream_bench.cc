@@ -22,11 +22,16 @@
 // returned) to the consumer holding it verified, against one layer's transfer time (its bytes at
 // that goodput). The aim: every layer within one transfer time.
 //
-//   kvcs_stream_bench [--blocks N] [--direct] [--layer-ms N]
+// --no-pipelining skips the pipelining part; --phase-times prints, per run, where its wall time
+// went: the session's setup, the wait for the first object (raw) or layer (kvcs), the data, and
+// the tail from the last object or layer to completion.
+//
+//   kvcs_stream_bench [--blocks N] [--direct] [--layer-ms N] [--no-pipelining] [--phase-times]
 //                     (default 64 blocks = 1024 tokens = 128 MiB)
 #include <pthread.h>
 #include <time.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
@@ -64,6 +69,9 @@ struct Run {
   double all_cpu = 0;  // every consumer thread (receive + workers); 0: only the receive thread
   uint64_t bytes = 0;
   bool ok = false;
+  // --phase-times: seconds from the start of the run (after setup) to the first and the last
+  // object or layer, and the setup itself.
+  double setup_s = 0, first_s = 0, last_s = 0;
   double per_core() const { return cpu > 0 ? bytes / cpu / 1e6 : 0.0; }
   double per_all() const { return all_cpu > 0 ? bytes / all_cpu / 1e6 : per_core(); }
 };
@@ -74,6 +82,11 @@ void Print(const char* what, const Run& r) {
       "%6.3f s  cpu %.3f s%s\n",
       what, r.per_core(), r.per_all(), r.secs > 0 ? r.bytes / r.secs / 1e6 : 0.0, r.secs,
       r.all_cpu > 0 ? r.all_cpu : r.cpu, r.ok ? "" : "  (INCOMPLETE)");
+}
+
+void PrintPhases(const char* what, const Run& r) {
+  printf("phases %-34s setup %7.1f ms  first %7.1f ms  data %8.1f ms  tail %7.1f ms\n", what,
+         r.setup_s * 1e3, r.first_s * 1e3, (r.last_s - r.first_s) * 1e3, (r.secs - r.last_s) * 1e3);
 }
 
 class ServerThread {
@@ -119,10 +132,13 @@ class ServerThread {
 struct Counter : moqt::SubscribeVisitor {
   uint64_t bytes = 0, objects = 0;
   bool done = false;
+  double first = 0, last = 0;  // Now() at the first and the last object
   void OnObject(const moqt::ReceivedObject& o) override {
     if (o.status != moqt::ObjectStatus::kNormal) return;
     bytes += o.payload.size();
     ++objects;
+    last = Now();
+    if (first == 0) first = last;
   }
   void OnComplete(const moqt::SubscriptionDone&) override { done = true; }
 };
@@ -146,9 +162,11 @@ std::unique_ptr<moqt::MoqtClient> Connect(asio::io_context& io, uint16_t port) {
 
 int main(int argc, char** argv) {
   uint64_t blocks = 64;
-  bool direct = false;
+  bool direct = false, pipelining = true, phase_times = false;
   double layer_ms = 0;
   for (int i = 1; i < argc; ++i) {
+    if (!strcmp(argv[i], "--no-pipelining")) pipelining = false;
+    if (!strcmp(argv[i], "--phase-times")) phase_times = true;
     if (!strcmp(argv[i], "--layer-ms") && i + 1 < argc) layer_ms = std::stod(argv[++i]);
     if (!strcmp(argv[i], "--blocks") && i + 1 < argc) blocks = std::stoull(argv[++i]);
     if (!strcmp(argv[i], "--direct")) direct = true;
@@ -286,8 +304,10 @@ int main(int argc, char** argv) {
   Run raw;
   {
     asio::io_context io;
+    const double setup0 = Now();
     auto c = Connect(io, port);
     if (!c) return 1;
+    raw.setup_s = Now() - setup0;
     auto k = std::make_shared<Counter>(), v = std::make_shared<Counter>();
     moqt::SubscribeOptions o;
     o.filter = {moqt::LocationFilterType::kNextObject};
@@ -302,13 +322,17 @@ int main(int argc, char** argv) {
     raw.cpu = ThreadCpu() - c0;
     raw.server_cpu = srv.cpu() - s0;
     raw.bytes = k->bytes + v->bytes;  // 68-byte headers included
+    raw.first_s = std::min(k->first, v->first) - t0;
+    raw.last_s = std::max(k->last, v->last) - t0;
   }
   // KVCS: verified delivery, with `threads` hashing workers (0: all on the receive thread).
   auto verified = [&](uint32_t threads) {
     Run run;
     asio::io_context io;
+    const double setup0 = Now();
     auto c = Connect(io, port);
     if (!c) return run;
+    run.setup_s = Now() - setup0;
     stream::RetrievalOptions o;
     o.verifier.identity = *stream::CacheIdentity::Compute(d, scope, tokens);
     o.verifier.publication = pns;
@@ -318,11 +342,14 @@ int main(int argc, char** argv) {
     o.post = [&io](std::function<void()> fn) { asio::post(io, std::move(fn)); };
     uint64_t delivered = 0;
     bool done = false, all = false;
+    double first_layer = 0, last_layer = 0;
     double c0 = ThreadCpu(), p0 = ProcessCpu(), s0 = srv.cpu(), r0 = rel.cpu(), t0 = Now();
     auto r = stream::Retrieval::Start(
         &c->session(), o,
         [&](const stream::VerifiedLayer& l) {
           for (size_t i = 0; i < l.k.size(); ++i) delivered += l.k[i].size() + l.v[i].size();
+          last_layer = Now();
+          if (first_layer == 0) first_layer = last_layer;
         },
         [&](const stream::RetrievalReport& rep) {
           done = true;
@@ -338,6 +365,8 @@ int main(int argc, char** argv) {
     run.server_cpu = srv.cpu() - s0;
     if (threads > 0) run.all_cpu = ProcessCpu() - p0 - run.server_cpu - (rel.cpu() - r0);
     run.bytes = delivered;
+    run.first_s = first_layer > 0 ? first_layer - t0 : 0;
+    run.last_s = last_layer > 0 ? last_layer - t0 : 0;
     return run;
   };
   Run kvcs = verified(0);
@@ -354,9 +383,14 @@ int main(int argc, char** argv) {
          kvcs.per_core() / m, kvcs_worker.per_core() / m, kvcs_worker.per_all() / m);
   printf("bound for one core doing both: 1/(1/sha + 1/raw) = %.1f MB/s (%.2f of sha256)\n",
          1 / (1 / s + 1 / m), 1 / (1 / s + 1 / m) / s);
+  if (phase_times) {
+    PrintPhases("moqt raw (k+v tracks)", raw);
+    PrintPhases("kvcs verified (receive thread)", kvcs);
+    PrintPhases("kvcs verified (1 hashing worker)", kvcs_worker);
+  }
   // Pipelining: a live production through the relay, a consumer joined before it starts.
-  bool piped = false;
-  {
+  bool piped = !pipelining;
+  if (pipelining) {
     const double layer_bytes = 2.0 * section * blocks;
     const double goodput = raw.secs > 0 ? raw.bytes / raw.secs : 0;
     const double transfer_ms = goodput > 0 ? layer_bytes / goodput * 1e3 : 0;

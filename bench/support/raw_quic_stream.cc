@@ -20,7 +20,15 @@ using transport::StreamVisitor;
 // Server: a bidi stream carries a u64 byte count; the server answers with that many bytes + FIN.
 class RawSendStream : public StreamVisitor {
  public:
-  explicit RawSendStream(Stream* s) : s_(s), buf_(256 << 10, 0x5a) {}
+  // Shared buffers cycled through (a relay's cached objects are distinct buffers too).
+  static constexpr size_t kSharedBuffers = 64;
+
+  RawSendStream(Stream* s, size_t shared_chunk) : s_(s), buf_(256 << 10, 0x5a) {
+    if (shared_chunk == 0) return;
+    for (size_t i = 0; i < kSharedBuffers; ++i) {
+      shared_.push_back(std::make_shared<const Bytes>(shared_chunk, static_cast<uint8_t>(i)));
+    }
+  }
   void OnCanRead() override {
     uint8_t b[8];
     while (got_ < 8) {
@@ -33,6 +41,11 @@ class RawSendStream : public StreamVisitor {
   }
   void OnCanWrite() override {
     while (got_ == 8 && left_ > 0 && s_->CanWrite()) {
+      if (!shared_.empty() && left_ >= shared_[0]->size()) {
+        left_ -= shared_[0]->size();
+        (void)s_->WriteShared(shared_[next_++ % shared_.size()], left_ == 0);
+        continue;
+      }
       size_t n = std::min<uint64_t>(left_, buf_.size());
       left_ -= n;
       (void)s_->Write(ByteSpan(buf_.data(), n), left_ == 0);
@@ -44,18 +57,21 @@ class RawSendStream : public StreamVisitor {
  private:
   Stream* s_;
   std::vector<uint8_t> buf_;
+  std::vector<std::shared_ptr<const Bytes>> shared_;
+  size_t next_ = 0;
   size_t got_ = 0;
   uint64_t left_ = 0;
 };
 
 class RawServerSession : public transport::SessionVisitor {
  public:
-  explicit RawServerSession(transport::Session* s) : s_(s) {}
+  RawServerSession(transport::Session* s, size_t shared_chunk)
+      : s_(s), shared_chunk_(shared_chunk) {}
   void OnSessionReady() override {}
   void OnSessionClosed(const CloseInfo&) override {}
   void OnIncomingBidirectionalStreamAvailable() override {
     while (Stream* st = s_->AcceptIncomingBidirectionalStream()) {
-      st->SetVisitor(std::make_unique<RawSendStream>(st));
+      st->SetVisitor(std::make_unique<RawSendStream>(st, shared_chunk_));
       st->visitor()->OnCanRead();
     }
   }
@@ -66,6 +82,7 @@ class RawServerSession : public transport::SessionVisitor {
 
  private:
   transport::Session* s_;
+  size_t shared_chunk_;
 };
 
 class RawClient : public transport::SessionVisitor, public StreamVisitor {
@@ -115,7 +132,7 @@ class Forward : public StreamVisitor {
 }  // namespace
 
 RawStreamRun RunRawQuicStream(BenchThread& srv, const std::string& cert_file,
-                              const std::string& key_file, uint64_t total) {
+                              const std::string& key_file, uint64_t total, size_t shared_chunk) {
   RawStreamRun res;
   std::unique_ptr<quic::QuicServer> server;
   std::vector<std::unique_ptr<transport::SessionVisitor>> visitors;
@@ -124,8 +141,8 @@ RawStreamRun RunRawQuicStream(BenchThread& srv, const std::string& cert_file,
     cfg.alpns = {"kvcs-bench"};
     cfg.cert_file = cert_file;
     cfg.key_file = key_file;
-    cfg.on_session = [&visitors](transport::Session& s) {
-      auto v = std::make_unique<RawServerSession>(&s);
+    cfg.on_session = [&visitors, shared_chunk](transport::Session& s) {
+      auto v = std::make_unique<RawServerSession>(&s, shared_chunk);
       s.SetVisitor(v.get());
       visitors.push_back(std::move(v));
     };
