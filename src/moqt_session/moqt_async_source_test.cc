@@ -1,6 +1,7 @@
 // What a relay needs of the session and the Track: a TrackSource that answers later (or passes
 // on its upstream's error), a requester leaving while the answer is pending, a Track filled out
-// of order whose fill and fetch streams wait for what has not arrived, and a Track that fails.
+// of order whose fill and fetch streams wait for what has not arrived, live groups that arrive
+// after its End of Track, and a Track that fails.
 // Over the deterministic in-memory transport; no sleeps.
 #include <gtest/gtest.h>
 
@@ -227,6 +228,45 @@ TEST_F(AsyncSourceTest, FillFromAFillingTrackWaitsAndDeliversEachObjectOnce) {
   ASSERT_TRUE(sub->done.has_value());
   EXPECT_TRUE(sub->done->track_ended);
   EXPECT_TRUE(sub->done->all_streams_received);
+}
+
+// A relay's upstream sends each live group on its own stream, and the streams arrive in any
+// order: End of Track (group 3) may come before group 2's stream and before the rest of group 1.
+// The Track takes them below its end (InsertObject); what has not arrived is not known yet, so the
+// downstream subscription neither ends group 1's stream at the End of Track nor sends PUBLISH_DONE
+// before group 2 went out: every live object once, then the end.
+TEST_F(AsyncSourceTest, LiveGroupsArrivingAfterTheEndOfTrackStillGoOut) {
+  auto t = FillingTrack({0, 1});
+  auto sub = std::make_shared<Sub>();
+  ASSERT_TRUE(client_->Subscribe(Name(), {}, sub).ok());  // Next Object: live from {0,2}
+  Run();
+  source_.Answer(t);
+  Run();
+  ASSERT_TRUE(sub->ok.has_value());
+  ASSERT_TRUE(t->InsertObject(Obj(0, 0)).ok());
+  ASSERT_TRUE(t->InsertObject(Obj(0, 1)).ok());
+  ASSERT_TRUE(t->InsertObject(Obj(0, 2, ObjectStatus::kEndOfGroup)).ok());
+  ASSERT_TRUE(t->InsertObject(Obj(1, 0)).ok());
+  t->SetCompleteThrough({1, 0});
+  ASSERT_TRUE(t->InsertObject(Obj(3, 0, ObjectStatus::kEndOfTrack)).ok());  // overtook 1 and 2
+  Run();
+  EXPECT_FALSE(sub->done.has_value());  // groups 1 and 2 are still on their way
+  ASSERT_TRUE(t->InsertObject(Obj(1, 1)).ok());
+  ASSERT_TRUE(t->InsertObject(Obj(1, 2, ObjectStatus::kEndOfGroup)).ok());
+  t->SetCompleteThrough({1, UINT64_MAX});
+  Run();
+  EXPECT_FALSE(sub->done.has_value());
+  ASSERT_TRUE(t->InsertObject(Obj(2, 0)).ok());
+  ASSERT_TRUE(t->InsertObject(Obj(2, 1)).ok());
+  ASSERT_TRUE(t->InsertObject(Obj(2, 2, ObjectStatus::kEndOfGroup)).ok());
+  t->SetCompleteThrough({3, 0});
+  t->MarkComplete();
+  Run();
+  EXPECT_EQ(sub->Normal(), (std::vector<Location>{{1, 0}, {1, 1}, {2, 0}, {2, 1}}));
+  ASSERT_TRUE(sub->done.has_value());
+  EXPECT_TRUE(sub->done->track_ended);
+  EXPECT_TRUE(sub->done->all_streams_received);
+  EXPECT_FALSE(client_->closed());
 }
 
 TEST_F(AsyncSourceTest, FetchFromAFillingTrackEndsOnlyWhenItsRangeIsKnown) {

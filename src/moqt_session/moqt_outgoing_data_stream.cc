@@ -79,8 +79,12 @@ void OutgoingDataStream::PumpSubgroup(transport::Stream& s, const IncomingReques
       if (track.GroupEvicted(group_)) {
         s.ResetWithCode(static_cast<uint64_t>(StreamResetCode::kTooFarBehind));
         Finish();
-      } else if (track.GroupEnded(group_) || track.ended()) {
-        (void)Put(s, {}, true);  // the group's end was not in our range: just FIN
+      } else if ((track.GroupEnded(group_) || track.ended()) &&
+                 track.KnownThrough({group_, UINT64_MAX})) {
+        // The group's end was not in our range: just FIN. A relay's track may have its End of
+        // Track before the rest of this group (its upstream's streams arrive in any order):
+        // then the group ends only once it is known whole (the session pumps on progress).
+        (void)Put(s, {}, true);
         Finish();
       }
       return;

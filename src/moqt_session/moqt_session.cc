@@ -989,12 +989,15 @@ void MoqtSessionImpl::OnTrackProgress(Track& track) {
     if (closing_) return;
     auto rit = in_requests_.find(rid);
     if (rit == in_requests_.end()) continue;
+    // Fetch and fill streams wait for what is known, and so does a group stream whose group
+    // the track's End of Track reached before the rest of the group (a relay's upstream).
     std::vector<StreamId> ds(rit->second.data_streams.begin(), rit->second.data_streams.end());
     for (StreamId sid : ds) {
       if (closing_) return;
-      StreamEntry* e = Entry(sid);
-      if (e && e->out_data && e->out_data->is_fetch()) PumpData(sid);
+      PumpData(sid);
     }
+    if (closing_) return;
+    MaybePublishDone(rid);
   }
 }
 
@@ -1241,6 +1244,12 @@ void MoqtSessionImpl::MaybePublishDone(uint64_t sub_id) {
   if (r.kind != RequestKind::kSubscribe || !r.done_pending) return;
   if (r.awaiting_publish_ok || r.awaiting_fill_request) return;
   if (!r.data_streams.empty() || !r.waiting_groups.empty()) return;
+  // A relay's track can have its End of Track before the groups below it (its upstream's group
+  // streams arrive in any order): those still on their way go out first (OnTrackProgress).
+  if (r.done_code == PublishDoneCode::kTrackEnded && r.track && r.track->ended() &&
+      !r.track->KnownThrough(*r.track->end_of_track())) {
+    return;
+  }
   for (const FetchStreamParams& p : pending_fetch_opens_) {
     if (p.owner == sub_id) return;
   }
