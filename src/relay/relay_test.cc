@@ -603,7 +603,9 @@ TEST(RelayTest, EvictionUnderASmallBudgetIsWholeLruAndNeverInUse) {
     EXPECT_TRUE(s.session->Subscribe(Name("k.raw.s0", ns), JoinFromStart(), sub).ok());
     net.Run();
     pubs.back()->Produce(net, 0, 3, 3);
-    if (end) EXPECT_TRUE(pubs.back()->track->EndTrack().ok());
+    if (end) {
+      EXPECT_TRUE(pubs.back()->track->EndTrack().ok());
+    }
     net.Run();
     return sub;
   };
@@ -708,7 +710,9 @@ TEST(RelayTest, AFetchEndingInTheGroupBeingProducedDoesNotWaitForTheNextGroup) {
     append(2);  // production goes on; the subscription still gets everything
     ASSERT_TRUE(pub.track->EndTrack().ok());
     net.Run();
-    if (when % 3 < 2) EXPECT_EQ(sub->got.size(), 6u);
+    if (when % 3 < 2) {
+      EXPECT_EQ(sub->got.size(), 6u);
+    }
   }
 }
 
