@@ -189,8 +189,10 @@ Status Publisher::PublishBlock(uint32_t layer, uint64_t block, ByteSpan raw_k, B
     info.token_start = (ms.first_block + block) * d.block_tokens;
     info.token_count = d.block_tokens;
     info.codec = kvsp::CodecValue(st.encoding_of[i].codec);
-    KVCS_ASSIGN_OR_RETURN(Bytes payload, profile::EncodeObject(info, data));
-    layer_digests_[i].push_back(Sha256::Hash(data));
+    // One SHA-256 of Data, for both the object's header and the manifest.
+    const Digest data_sha256 = Sha256::Hash(data);
+    KVCS_ASSIGN_OR_RETURN(Bytes payload, profile::EncodeObjectWithDigest(info, data, data_sha256));
+    layer_digests_[i].push_back(data_sha256);
     moqt::PublishedObject o;
     o.location = {layer, block};
     o.publisher_priority = *prio;

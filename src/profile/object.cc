@@ -127,8 +127,11 @@ std::string_view ObjectErrorName(ObjectError e) {
   return "unknown";
 }
 
-Result<std::array<uint8_t, kObjectHeaderSize>> EncodeObjectHeader(const ObjectInfo& info,
-                                                                  ByteSpan data) {
+namespace {
+
+// The header, with the Data Digest `data_sha256` when given, else hashed here (after the checks).
+Result<std::array<uint8_t, kObjectHeaderSize>> EncodeHeader(const ObjectInfo& info, ByteSpan data,
+                                                            const Digest* data_sha256) {
   if (data.size() > kMaxObjectDataSize) {
     return Err(ObjectError::kDataTooLarge, "data of " + U(data.size()) + " bytes is too large");
   }
@@ -151,18 +154,34 @@ Result<std::array<uint8_t, kObjectHeaderSize>> EncodeObjectHeader(const ObjectIn
   StoreBe16(p + kOffCodec, info.codec);
   StoreBe16(p + kOffReserved, 0);
   StoreBe32(p + kOffDataLength, uint32_t(data.size()));
-  Digest d = Sha256::Hash(data);
+  const Digest d = data_sha256 != nullptr ? *data_sha256 : Sha256::Hash(data);
   std::copy(d.begin(), d.end(), p + kOffDigest);
   return h;
 }
 
-Result<Bytes> EncodeObject(const ObjectInfo& info, ByteSpan data) {
-  KVCS_ASSIGN_OR_RETURN(auto header, EncodeObjectHeader(info, data));
+Result<Bytes> Encode(const ObjectInfo& info, ByteSpan data, const Digest* data_sha256) {
+  KVCS_ASSIGN_OR_RETURN(auto header, EncodeHeader(info, data, data_sha256));
   Bytes out;
   out.reserve(kObjectHeaderSize + data.size());
   out.insert(out.end(), header.begin(), header.end());
   out.insert(out.end(), data.begin(), data.end());
   return out;
+}
+
+}  // namespace
+
+Result<std::array<uint8_t, kObjectHeaderSize>> EncodeObjectHeader(const ObjectInfo& info,
+                                                                  ByteSpan data) {
+  return EncodeHeader(info, data, nullptr);
+}
+
+Result<Bytes> EncodeObject(const ObjectInfo& info, ByteSpan data) {
+  return Encode(info, data, nullptr);
+}
+
+Result<Bytes> EncodeObjectWithDigest(const ObjectInfo& info, ByteSpan data,
+                                     const Digest& data_sha256) {
+  return Encode(info, data, &data_sha256);
 }
 
 Status CheckObjectExpectation(const ObjectHeader& hd, const ObjectExpectation& expect) {

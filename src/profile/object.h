@@ -111,6 +111,11 @@ Result<std::array<uint8_t, kObjectHeaderSize>> EncodeObjectHeader(const ObjectIn
                                                                   ByteSpan data);
 // Header followed by a copy of Data.
 Result<Bytes> EncodeObject(const ObjectInfo& info, ByteSpan data);
+// EncodeObject with the SHA-256 of Data already computed by the caller (a publisher that also
+// lists it in the manifest hashes Data once, not twice). The caller must have hashed exactly
+// `data`; a wrong digest makes an object every receiver refuses (kDigestMismatch).
+Result<Bytes> EncodeObjectWithDigest(const ObjectInfo& info, ByteSpan data,
+                                     const Digest& data_sha256);
 
 // Verifies `payload` as the object at (expect.group_id, expect.object_id). On success the view's
 // data points into `payload`. Errors: kInvalidArgument / kUnsupported / kCorruption with an

@@ -5,6 +5,7 @@
 #include <string>
 #include <vector>
 
+#include "common/crypto.h"
 #include "common/hex.h"
 #include "profile/codecs.h"
 
@@ -60,6 +61,20 @@ TEST(Object, EncodeMatchesTable) {
     auto header = EncodeObjectHeader(v.info, DataOf(v));
     ASSERT_TRUE(header.ok());
     EXPECT_TRUE(std::equal(header->begin(), header->end(), enc->begin())) << v.name;
+  }
+}
+
+TEST(Object, EncodeWithTheCallersDigestMatchesTableAndUsesIt) {
+  for (const Vector& v : kVectors) {
+    auto enc = EncodeObjectWithDigest(v.info, DataOf(v), Sha256::Hash(DataOf(v)));
+    ASSERT_TRUE(enc.ok()) << v.name << enc.status().ToString();
+    EXPECT_EQ(ToHex(*enc), ToHex(Hex(v.hex))) << v.name;
+    // The digest given is the one written (not hashed again): a wrong one makes an object that
+    // does not decode.
+    Digest wrong{};
+    auto bad = EncodeObjectWithDigest(v.info, DataOf(v), wrong);
+    ASSERT_TRUE(bad.ok());
+    EXPECT_FALSE(DecodeObject(*bad, FullExpectation(v)).ok()) << v.name;
   }
 }
 
