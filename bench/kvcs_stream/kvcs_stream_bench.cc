@@ -20,13 +20,14 @@
 // production) through the relay; per layer, the time from the producer finishing it (its last
 // block published) to the consumer holding it verified, against one layer's transfer time (its
 // bytes at that goodput). The aim: every layer within one transfer time. The publisher's thread
-// both produces and sends, so the default pace is twice the larger of one layer's transfer time
-// and that thread's own CPU per layer (publishing, measured on the first publication, plus sending,
-// the raw run's): a faster pace saturates the thread, production drifts late and nothing is sent
-// meanwhile. Each block is published by its own handler, so the thread sends between blocks and a
-// layer's objects leave while it is produced; `--whole-layers` publishes each layer by one
-// PublishLayer call instead, during which (~3 times the SHA-256 of the layer here) none of it is
-// sent.
+// both produces and sends, so the default pace is twice the largest of one layer's transfer time,
+// that thread's own CPU per layer (publishing, measured on the first publication, plus sending,
+// the raw run's) and every thread's CPU per layer over the cores (publishing plus the verified
+// run with a worker): a faster pace saturates the thread or the machine, production drifts late
+// and nothing is sent meanwhile. Each block is published by its own handler, so the thread sends
+// between blocks and a layer's objects leave while it is produced; `--whole-layers` publishes each
+// layer by one PublishLayer call instead, during which (~2 times the SHA-256 of the layer here)
+// none of it is sent.
 //
 // --no-pipelining skips the pipelining part; --phase-times prints, per run, where its wall time
 // went: the session's setup, the wait for the first object (raw) or layer (kvcs), the data, and
@@ -73,7 +74,8 @@ double ProcessCpu() {
 
 struct Run {
   double secs = 0, cpu = 0, server_cpu = 0;
-  double all_cpu = 0;  // every consumer thread (receive + workers); 0: only the receive thread
+  double process_cpu = 0;  // every thread's: publisher, relay, consumer
+  double all_cpu = 0;      // every consumer thread (receive + workers); 0: only the receive thread
   uint64_t bytes = 0;
   bool ok = false;
   // --phase-times: seconds from the start of the run (after setup) to the first and the last
@@ -374,7 +376,8 @@ int main(int argc, char** argv) {
     run.secs = Now() - t0;
     run.cpu = ThreadCpu() - c0;
     run.server_cpu = srv.cpu() - s0;
-    if (threads > 0) run.all_cpu = ProcessCpu() - p0 - run.server_cpu - (rel.cpu() - r0);
+    run.process_cpu = ProcessCpu() - p0;
+    if (threads > 0) run.all_cpu = run.process_cpu - run.server_cpu - (rel.cpu() - r0);
     run.bytes = delivered;
     run.first_s = first_layer > 0 ? first_layer - t0 : 0;
     run.last_s = last_layer > 0 ? last_layer - t0 : 0;
@@ -410,7 +413,11 @@ int main(int argc, char** argv) {
     // sum saturates it: production drifts late and nothing is sent meanwhile, which measures the
     // thread's overload, not pipelining. The default leaves it half idle.
     const double thread_ms = (publish_cpu + raw.server_cpu) / d.layers * 1e3;
-    const double pace_ms = layer_ms > 0 ? layer_ms : 2 * std::max(transfer_ms, thread_ms);
+    // And every thread together (publishing, relaying, receiving, hashing) shares the cores.
+    const unsigned cores = std::max(1u, std::thread::hardware_concurrency());
+    const double cores_ms = (publish_cpu + kvcs_worker.process_cpu) / d.layers * 1e3 / cores;
+    const double pace_ms =
+        layer_ms > 0 ? layer_ms : 2 * std::max({transfer_ms, thread_ms, cores_ms});
     moqt::TrackStore* store = &srv.store;
     std::unique_ptr<stream::Publisher> live;
     std::vector<double> finished(d.layers, -1), ready(d.layers, -1);
@@ -496,10 +503,10 @@ int main(int argc, char** argv) {
     printf(
         "\npipelining through %s: one layer (%.1f MiB) every %.1f ms, %s; one layer's "
         "transfer at the raw goodput (%.1f MB/s): %.1f ms; the publisher's thread per layer: "
-        "%.1f ms publishing + %.1f ms sending\n",
+        "%.1f ms publishing + %.1f ms sending; all threads per layer per core: %.1f ms\n",
         direct ? "the publisher's server" : "the relay", layer_bytes / 1048576.0, pace_ms,
         whole_layers ? "one PublishLayer each" : "block by block", goodput / 1e6, transfer_ms,
-        publish_cpu / d.layers * 1e3, raw.server_cpu / d.layers * 1e3);
+        publish_cpu / d.layers * 1e3, raw.server_cpu / d.layers * 1e3, cores_ms);
     printf("%6s %12s %12s %12s %s\n", "layer", "finished ms", "ready ms", "lag ms",
            "lag / transfer");
     int within = 0;
