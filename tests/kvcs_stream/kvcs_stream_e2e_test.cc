@@ -363,7 +363,9 @@ TEST_F(KvcsStreamE2E, CodecChoiceInsideTheRetrievalBothWays) {
     EXPECT_TRUE(fast.report->all_retrieved()) << fast.report->recompute_count();
     EXPECT_EQ(fast.report->encoding, fp8);
     EXPECT_EQ(fast.layers.size(), d_.layers);
-    if (rate > 0) EXPECT_EQ(fast.report->choice_rate_bytes_per_s, rate);
+    if (rate > 0) {
+      EXPECT_EQ(fast.report->choice_rate_bytes_per_s, rate);
+    }
     // Lossless only: the raw pair even for the fast model.
     Got exact;
     auto r2 = Start(RetrievalMode::kCompleted, &exact, tokens_, [&](RetrievalOptions& o) {
@@ -624,7 +626,9 @@ TEST_P(KvcsSecureE2E, RotationMidProductionAndAnUnknownKeyId) {
   bool named = false;
   for (const Refusal& f : old_only.report->refusals) {
     EXPECT_TRUE(f.status.Is(StreamError::kUnknownKeyId)) << f.status.ToString();
-    if (f.track != "manifest.cose") EXPECT_GE(f.location.group, 10u) << f.track;
+    if (f.track != "manifest.cose") {
+      EXPECT_GE(f.location.group, 10u) << f.track;
+    }
     named |= f.status.message().find("Key ID 1 is not in the keyring") != std::string::npos;
   }
   EXPECT_TRUE(named);
