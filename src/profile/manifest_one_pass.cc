@@ -38,7 +38,8 @@ constexpr HexTable kHex;
 // the caller then gives up (nullopt) and the reference decides.
 class Reader {
  public:
-  explicit Reader(std::string_view s) : p_(s.data()), end_(s.data() + s.size()) {}
+  explicit Reader(std::string_view s)
+      : p_(s.data()), end_(s.data() + s.size()), reserve_budget_(s.size() / kMinDigestText) {}
 
   void Space() {
     while (p_ < end_ && (*p_ == ' ' || *p_ == '\n' || *p_ == '\r' || *p_ == '\t')) ++p_;
@@ -54,7 +55,14 @@ class Reader {
     return p_ == end_;
   }
   const char* pos() const { return p_; }
-  size_t left() const { return static_cast<size_t>(end_ - p_); }
+  // How many digests to reserve room for when `want` are claimed: never more, over the whole
+  // parse, than the text could hold (a hostile manifest claiming many blocks in many empty
+  // groups must not make it reserve memory group after group).
+  size_t TakeReserve(uint64_t want) {
+    const uint64_t n = std::min(want, reserve_budget_);
+    reserve_budget_ -= n;
+    return static_cast<size_t>(n);
+  }
   bool Peek(char c) const { return p_ < end_ && *p_ == c; }
 
   // Printable ASCII, no escapes.
@@ -149,6 +157,7 @@ class Reader {
  private:
   const char* p_;
   const char* end_;
+  uint64_t reserve_budget_;  // digests the text can hold, less those reserved so far
 };
 
 // Member names of one object: each known one once, nothing else.
@@ -214,8 +223,8 @@ bool Digests(Reader& r, ManifestSegment* s) {
       if (groups.size() >= kvsp::kMaxLayers) return false;
       auto& digests = groups.emplace_back();
       // The segment's block count when it came first (ManifestToJson sorts it before), bounded
-      // by what the text can still hold.
-      digests.reserve(std::min<uint64_t>(s->blocks, r.left() / kMinDigestText));
+      // by what the whole text can hold.
+      digests.reserve(r.TakeReserve(s->blocks));
       return r.Array([&] {
         if (digests.size() >= kMaxManifestBlocks) return false;
         return r.Hex32(&digests.emplace_back());

@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include <fstream>
 #include <functional>
 #include <string>
 
@@ -300,6 +301,39 @@ TEST(Manifest, InvalidDocuments) {
     EXPECT_TRUE(r.status().Is(c.want))
         << c.what << ": got " << r.status().ToString() << ", want " << ManifestErrorName(c.want);
   }
+}
+
+// The process's peak virtual size (Linux), in KiB.
+uint64_t VmPeakKib() {
+  std::ifstream f("/proc/self/status");
+  std::string line;
+  while (std::getline(f, line)) {
+    if (line.rfind("VmPeak:", 0) == 0) return std::stoull(line.substr(7));
+  }
+  return 0;
+}
+
+// A hostile manifest claiming the most blocks, with the most (empty) groups and padding up to the
+// size limit: the one-pass reader reserves digest room for what the whole text can hold, not that
+// much again for each group (32 MiB for each of 65535 groups, 2 TiB of address space), and the
+// manifest is refused by type.
+TEST(Manifest, ClaimedBlocksInManyEmptyGroupsReserveOnlyWhatTheTextHolds) {
+  Manifest m = Sample();
+  m.segments.resize(1);
+  auto valid = ManifestToJson(m);
+  ASSERT_TRUE(valid.ok()) << valid.status().ToString();
+  json j = json::parse(*valid);
+  j["segments"][0]["blocks"] = kMaxManifestBlocks;
+  j["segments"][0]["object_digests"]["k.raw.s0"] =
+      json(std::vector<json>(kvsp::kMaxLayers, json::array()));
+  std::string text = j.dump();  // members sorted: "blocks" before "object_digests"
+  ASSERT_LT(text.size(), kMaxManifestBytes);
+  text.resize(kMaxManifestBytes, ' ');
+  const uint64_t before = VmPeakKib();
+  auto parsed = ParseManifest(text);
+  ASSERT_FALSE(parsed.ok());
+  EXPECT_TRUE(parsed.status().Is(ManifestError::kTooManyGroups)) << parsed.status().ToString();
+  EXPECT_LT(VmPeakKib(), before + (uint64_t{1} << 20));  // under 1 GiB more address space
 }
 
 TEST(Manifest, TextLevelErrors) {
