@@ -989,15 +989,21 @@ void MoqtSessionImpl::OnTrackProgress(Track& track) {
     if (closing_) return;
     auto rit = in_requests_.find(rid);
     if (rit == in_requests_.end()) continue;
-    // Fetch and fill streams wait for what is known, and so does a group stream whose group
-    // the track's End of Track reached before the rest of the group (a relay's upstream).
+    // Fetch and fill streams wait for what is known, and so does the FIN of a group stream
+    // whose group ended (or the track's End of Track reached it) before the rest of the group
+    // arrived (a relay's upstream): only those can move on progress, so only those are pumped
+    // (progress comes with almost every object a relay receives).
     std::vector<StreamId> ds(rit->second.data_streams.begin(), rit->second.data_streams.end());
     for (StreamId sid : ds) {
       if (closing_) return;
-      PumpData(sid);
+      StreamEntry* e = Entry(sid);
+      if (e && e->out_data &&
+          (e->out_data->is_fetch() || track.ended() || track.GroupEnded(e->out_data->group()))) {
+        PumpData(sid);
+      }
     }
     if (closing_) return;
-    MaybePublishDone(rid);
+    if (track.ended()) MaybePublishDone(rid);
   }
 }
 
