@@ -196,7 +196,7 @@ class Relay : public moqt::TrackSource {
   // PUBLISHes `name` on the current upstream link unless it is in flight there already.
   void SendUpstreamPublish(const moqt::FullTrackName& name);
   // Our PUBLISH on link `link` ended: the upstream holds the track (`held`), or not.
-  void UpstreamPublishEnded(const moqt::FullTrackName& name, uint64_t link, bool held,
+  void UpstreamPublishEnded(const moqt::FullTrackName& name, uint64_t link, bool held, bool refused,
                             const std::string& why);
 
   // Ends the feeds of upstream sessions that owe data and delivered nothing for

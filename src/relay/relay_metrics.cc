@@ -61,6 +61,9 @@ std::string RelayMetrics::Render(uint64_t bytes_out, uint64_t objects_out) const
        get(upstream_publishes));
   line("upstream_publishes_delivered_total", "counter",
        "PUBLISHes of tracks the upstream relay then held whole", get(upstream_publishes_delivered));
+  line("upstream_publishes_refused_total", "counter",
+       "PUBLISHes the upstream relay refused (the track released here, not sent up again)",
+       get(upstream_publishes_refused));
   line("evictions_total", "counter", "publications evicted", get(evictions));
   line("evicted_bytes_total", "counter", "budget bytes freed by evictions", get(evicted_bytes));
   line("cached_publications", "gauge", "publications in the cache", get(cached_publications));

@@ -38,6 +38,7 @@ struct RelayMetrics {
   Counter publish_joins{0};                 // of those, PUBLISHes of a track already being filled
   Counter upstream_publishes{0};            // PUBLISHes sent on to the upstream relay
   Counter upstream_publishes_delivered{0};  // of those, tracks the upstream then held whole
+  Counter upstream_publishes_refused{0};    // of those, refused by the upstream (released here)
   Counter evictions{0};                     // publications evicted
   Counter evicted_bytes{0};
   Counter cached_publications{0};  // gauge

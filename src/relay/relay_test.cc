@@ -1418,6 +1418,10 @@ TEST(RelayPublishTest, AnUpstreamPublishThatWouldLoopIsRefused) {
   EXPECT_EQ(a.relay.metrics().upstream_publishes.load(), 1u);
   EXPECT_EQ(b.relay.metrics().upstream_publishes.load(), 1u);
   EXPECT_EQ(b.relay.metrics().upstream_publishes_delivered.load(), 0u);
+  // b's refused PUBLISH is released, not pinned in b's cache for good.
+  EXPECT_EQ(b.relay.metrics().upstream_publishes_refused.load(), 1u);
+  EXPECT_EQ(b.relay.upstream_publishes_pending(), 0u);
+  EXPECT_FALSE(b.relay.cache().InUse(kNs));
   EXPECT_TRUE(a.relay.cache().Contains(kNs));
   // The links' sessions go before the relays (declared after them): unlink first, as
   // RelayServer does, or the publisher's announcement would be withdrawn on a freed session.

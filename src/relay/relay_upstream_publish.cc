@@ -9,9 +9,10 @@
 //     upstream link, served from the cache like any subscription: the upstream asks for the
 //     objects up to that Largest as a fill and receives the later ones live, while they arrive.
 //   - Done when the upstream received all of it (OnPublishDone delivered), or answered
-//     UNINTERESTED (it holds the track whole already): counted, and the track released. Anything
-//     else (refused, the link ended) leaves it pending, and it is re-sent on the next upstream
-//     link (SetUpstream): on a link that refused it, a retry would be refused again.
+//     UNINTERESTED (it holds the track whole already): counted, and the track released. Refused
+//     otherwise (no publish grant, no room, a loop): counted as refused and released too, since
+//     holding it would pin it in the cache for a refusal that does not go away by itself. Only a
+//     link that ended first leaves it pending, re-sent on the next upstream link (SetUpstream).
 //   - A track that fails here (the publisher went away before the end) is dropped: its PUBLISH
 //     upstream ends with the error and the upstream drops its copy too.
 //   - Loops: the PUBLISH carries the relay path (ForwardTokens), which a relay that finds itself
@@ -27,24 +28,29 @@ namespace {
 // Our PUBLISH of one track on one upstream link.
 class UpstreamPublishVisitor : public moqt::PublishVisitor {
  public:
-  using Ended = std::function<void(bool held, const std::string& why)>;
+  // held: the upstream has the track whole; refused: it answered the PUBLISH with an error
+  // (other than UNINTERESTED); neither: the link ended first.
+  using Ended = std::function<void(bool held, bool refused, const std::string& why)>;
   explicit UpstreamPublishVisitor(Ended ended) : ended_(std::move(ended)) {}
   void OnPublishResult(const std::optional<moqt::RequestError>& error) override {
     if (!error) return;
     uninterested_ =
         error->error_code == static_cast<uint64_t>(moqt::RequestErrorCode::kUninterested);
+    refused_ = !uninterested_;
     why_ = "refused: " + error->reason;
   }
   void OnPublishDone(bool delivered) override {
     if (!ended_) return;
     Ended ended = std::move(ended_);
     ended_ = nullptr;
-    ended(delivered || uninterested_, why_.empty() ? "the upstream link ended" : why_);
+    const bool held = delivered || uninterested_;
+    ended(held, !held && refused_, why_.empty() ? "the upstream link ended" : why_);
   }
 
  private:
   Ended ended_;
   bool uninterested_ = false;  // the upstream holds the track whole already
+  bool refused_ = false;       // any other error answered the PUBLISH
   std::string why_;
 };
 
@@ -78,8 +84,9 @@ void Relay::SendUpstreamPublish(const moqt::FullTrackName& name) {
   po.auth_tokens = ForwardTokens(up.incoming_tokens, true);
   const uint64_t link = upstream_link_;
   auto visitor = std::make_shared<UpstreamPublishVisitor>(
-      [this, alive = std::weak_ptr<int>(alive_), name, link](bool held, const std::string& why) {
-        if (!alive.expired()) UpstreamPublishEnded(name, link, held, why);
+      [this, alive = std::weak_ptr<int>(alive_), name, link](bool held, bool refused,
+                                                             const std::string& why) {
+        if (!alive.expired()) UpstreamPublishEnded(name, link, held, refused, why);
       });
   auto rid = upstream_->PublishTrack(name, po, std::move(visitor));
   if (!rid.ok()) {
@@ -91,12 +98,18 @@ void Relay::SendUpstreamPublish(const moqt::FullTrackName& name) {
 }
 
 void Relay::UpstreamPublishEnded(const moqt::FullTrackName& name, uint64_t link, bool held,
-                                 const std::string& why) {
+                                 bool refused, const std::string& why) {
   auto it = upstream_publishes_.find(name);
   if (it == upstream_publishes_.end() || it->second.link != link) return;  // dropped, or re-sent
   if (held) {
     metrics_.upstream_publishes_delivered.fetch_add(1, std::memory_order_relaxed);
     upstream_publishes_.erase(it);
+    return;
+  }
+  if (refused) {
+    metrics_.upstream_publishes_refused.fetch_add(1, std::memory_order_relaxed);
+    Log("upstream PUBLISH of " + TrackLabel(name) + " " + why + ": not sent up again");
+    upstream_publishes_.erase(it);  // releases the track: evictable again
     return;
   }
   Log("upstream PUBLISH of " + TrackLabel(name) + " not delivered (" + why +
