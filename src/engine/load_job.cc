@@ -111,8 +111,7 @@ LoadJob::~LoadJob() {
 bool LoadJob::SkipIfSlowerThanRecompute() {
   const kvsp::Descriptor& d = client_->descriptor();
   const uint64_t ns = client_->options().recompute_ns_per_token_layer;
-  const uint64_t bytes =
-      uint64_t{layers_.size()} * keys_.size() * 2 * client_->shape().section_bytes();
+  const uint64_t bytes = LoadBytes();
   const LoadDecision decision = client_->DecideLoad(
       path_, bytes, ns == 0 ? 0 : RecomputeNs(keys_.size(), d.block_tokens, d.layers, ns));
   if (decision.load) return false;
@@ -120,7 +119,7 @@ bool LoadJob::SkipIfSlowerThanRecompute() {
   FailRemaining(EngineStatus(
       Code::kUnavailable, EngineError::kBlocksFailed,
       "predicted load " + Ms(decision.predicted_ms) + " ms > recompute " +
-          Ms(decision.recompute_ms) + " ms (" + std::to_string(bytes) + " bytes at the " +
+          Ms(decision.recompute_ms) + " ms (" + Ms(bytes / mib) + " MiB at the " +
           Ms(decision.rate.value_or(0) / mib) + " MiB/s recent loads over " +
           std::string(LoadPathName(path_)) +
           " delivered): not loaded, every block is recompute (a load is tried anyway every " +

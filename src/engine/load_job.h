@@ -99,6 +99,8 @@ class LoadJob {
   uint64_t BlockBytes(uint64_t blocks) const {
     return blocks * 2 * client_->shape().section_bytes();
   }
+  // K and V bytes of the whole load: every block of every layer.
+  uint64_t LoadBytes() const { return uint64_t{layers_.size()} * BlockBytes(keys_.size()); }
 
   // The MOQT path (load_job_moqt.cc).
   struct Moqt;

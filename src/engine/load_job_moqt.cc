@@ -112,8 +112,7 @@ Status LoadJob::StartMoqt(std::span<const uint32_t> tokens) {
   // The deadline (load_deadline.h), as the recovery's floor with no compute cost of its own: the
   // whole recovery, primary and sources, ends by then.
   const uint64_t ns = client_->options().recompute_ns_per_token_layer;
-  const uint64_t bytes =
-      uint64_t{layers_.size()} * keys_.size() * 2 * client_->shape().section_bytes();
+  const uint64_t bytes = LoadBytes();
   moqt_->deadline_ms = MoqtLoadDeadlineMs(keys_.size(), d.block_tokens,
                                           static_cast<uint32_t>(layers_.size()), ns, bytes);
   moqt_->priced = ns != 0;
