@@ -128,7 +128,8 @@ typedef struct kvcs_client_config {
   /* What recomputing costs the engine: nanoseconds to compute one token through one layer (its
    * prefill's per-layer time over its tokens). It bounds a MOQT load (relay_url): a load of N
    * blocks of B tokens over L layers ends by max(1 s, N * B * L * recompute_ns_per_token_layer)
-   * after kvcs_load_start, the time recomputing the loaded prefix would take; the blocks not
+   * after its retrieval starts (once kvcs_load_start found the publication and asked the index
+   * for holders), the time recomputing the loaded prefix would take; the blocks not
    * verified by then are reported per block as KVCS_SOURCE_RECOMPUTE, and kvcs_load_wait_layer
    * returns KVCS_ERR_BLOCKS_FAILED for their layers with a message that says "deadline".
    * 0: not given; the load then ends by 2 s + its bytes at 10 MB/s (everything is expected to be

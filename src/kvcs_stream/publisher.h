@@ -89,9 +89,9 @@ class Publisher {
   // when due); the last layer ends the segment's tracks (End of Track, manifest).
   Status PublishBlock(uint32_t layer, uint64_t block, ByteSpan raw_k, ByteSpan raw_v);
   // The whole layer of the current segment: raw [T][H][D] K and V for the segment's T tokens.
-  // One synchronous call on the store's thread (encoding, hashing: ~5 ms for a 4 MiB layer on
-  // the bench machine); when that thread also serves the tracks, none of the layer is sent until
-  // it returns. A producer that wants a layer's objects to leave while it is published calls
+  // One synchronous call on the store's thread (encoding and hashing the whole layer; figures in
+  // docs/protocols/kvcs-stream.md, Bench); when that thread also serves the tracks, none of the
+  // layer is sent until it returns. A producer that wants a layer's objects to leave while it is published calls
   // PublishBlock per block, returning to its event loop between blocks (kvcs_stream_bench).
   Status PublishLayer(uint32_t layer, ByteSpan k, ByteSpan v);
 

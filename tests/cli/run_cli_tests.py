@@ -462,7 +462,8 @@ def test_demo_small(d):
     p = run("demo", "--tokens", 64, "--no-store", "--save", f"{d}/s.safetensors", "--out", f"{d}/p")
     for s in ("[1/5]", "[2/5]", "[3/5]", "[4/5]", "[5/5]", "Summary", "bit-exact"):
         check(s in p.stdout, f"demo output lacks {s}:\n{p.stdout}")
-    # The MOQT part: 4 blocks live through the relay, both consumers verify everything.
+    # The MOQT part: 4 blocks through the relay (A joins live, B fetches the finished
+    # publication), both consumers verify everything.
     for s in ("[moqt]", "per-layer timeline", "consumer A (joins mid-production): joined after 16",
               "consumer B (joins after the end): joined after 32", "128/128 (block, layer) verified",
               "3 upstream subscriptions for 2 consumers"):
