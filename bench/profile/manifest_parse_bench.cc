@@ -1,10 +1,11 @@
-// Manifest parse rate: the one-pass reader (profile/manifest_one_pass.h) against the nlohmann
-// reference (ParseManifestReference), same text, same run. The manifest is the last version of a
+// Manifest parse and write rates: the one-pass reader (profile/manifest_one_pass.h) and writer
+// (ManifestToJson) against their nlohmann references (ParseManifestReference,
+// ManifestToJsonReference), same text, same run. The manifest is the last version of a
 // complete 64K-token publication (4096 blocks of 16 tokens, 32 layers, k.raw + v.raw, every
 // object digest listed: the version a consumer joining at the end parses), ~17 MB.
 //
 //   manifest_parse_bench [tokens=65536] [reps=5]
-// Prints MB/s of each (best of reps) and the ratio, with the load average.
+// Prints MB/s of each (best of reps) and the ratios, with the load average.
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
@@ -67,7 +68,8 @@ int main(int argc, char** argv) {
   using namespace kvcs;
   const uint64_t tokens = argc > 1 ? std::strtoull(argv[1], nullptr, 10) : 65536;
   const int reps = argc > 2 ? std::atoi(argv[2]) : 5;
-  auto text = profile::ManifestToJson(Build(tokens));
+  const profile::Manifest built = Build(tokens);
+  auto text = profile::ManifestToJson(built);
   if (!text.ok()) {
     std::fprintf(stderr, "%s\n", text.status().ToString().c_str());
     return 1;
@@ -77,11 +79,18 @@ int main(int argc, char** argv) {
   const double one =
       BestSeconds(reps, [&] { return profile::ParseManifestOnePass(*text).has_value(); });
   const double api = BestSeconds(reps, [&] { return profile::ParseManifest(*text).ok(); });
+  const double enc = BestSeconds(reps, [&] { return profile::ManifestToJson(built).ok(); });
+  const double enc_ref =
+      BestSeconds(reps, [&] { return profile::ManifestToJsonReference(built).ok(); });
   std::printf("manifest of %llu tokens: %.1f MB, best of %d, load %s\n",
               static_cast<unsigned long long>(tokens), mb, reps, bench::LoadAvg().c_str());
   std::printf("  nlohmann reference  %8.1f MB/s  %7.1f ms\n", mb / ref, ref * 1e3);
   std::printf("  one-pass reader     %8.1f MB/s  %7.1f ms\n", mb / one, one * 1e3);
   std::printf("  ParseManifest       %8.1f MB/s  %7.1f ms\n", mb / api, api * 1e3);
   std::printf("  ratio one-pass / reference: %.1fx\n", ref / one);
+  std::printf("writing it (the publisher's cost per version):\n");
+  std::printf("  nlohmann reference  %8.1f MB/s  %7.1f ms\n", mb / enc_ref, enc_ref * 1e3);
+  std::printf("  ManifestToJson      %8.1f MB/s  %7.1f ms\n", mb / enc, enc * 1e3);
+  std::printf("  ratio one-pass / reference: %.1fx\n", enc_ref / enc);
   return 0;
 }

@@ -1,7 +1,8 @@
 // Fuzzes the manifest parsers (src/profile/manifest.h, manifest_one_pass.h). Invariants: no crash;
 // whatever the one-pass reader accepts, the nlohmann reference accepts as the same model;
 // ParseManifest answers exactly as the reference (accepted model, or the same typed error); an
-// accepted manifest serializes, parses back to the same model, and takes the one-pass path when
+// accepted manifest serializes (the one-pass writer's text equal to the reference's), parses back
+// to the same model, and takes the one-pass path when
 // its text is plain ASCII without escapes.
 #include <cstdint>
 #include <cstdlib>
@@ -27,7 +28,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   }
   if (!(*m == *ref)) std::abort();
   auto json = ManifestToJson(*m);
-  if (!json.ok()) std::abort();
+  auto ref_json = ManifestToJsonReference(*m);
+  if (!json.ok() || !ref_json.ok() || *json != *ref_json) std::abort();
   auto again = ParseManifest(*json);
   if (!again.ok() || !(*again == *m)) std::abort();
   // The serialization takes the one-pass path unless a string needs what the subset leaves to the

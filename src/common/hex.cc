@@ -16,13 +16,20 @@ bool IsLowerHex(std::string_view s, size_t len) {
   return true;
 }
 
-std::string ToHex(ByteSpan bytes) {
+void AppendHex(ByteSpan bytes, std::string* out) {
   static constexpr char kDigits[] = "0123456789abcdef";
-  std::string s(bytes.size() * 2, '0');
+  const size_t at = out->size();
+  out->resize(at + bytes.size() * 2);
+  char* s = out->data() + at;
   for (size_t i = 0; i < bytes.size(); ++i) {
     s[2 * i] = kDigits[bytes[i] >> 4];
     s[2 * i + 1] = kDigits[bytes[i] & 15];
   }
+}
+
+std::string ToHex(ByteSpan bytes) {
+  std::string s;
+  AppendHex(bytes, &s);
   return s;
 }
 

@@ -13,6 +13,8 @@
 namespace kvcs {
 
 std::string ToHex(ByteSpan bytes);
+// Appends the lowercase hex of `bytes` to `out` (ToHex without a string of its own per call).
+void AppendHex(ByteSpan bytes, std::string* out);
 template <size_t N>
 std::string ToHex(const std::array<uint8_t, N>& a) {
   return ToHex(ByteSpan(a.data(), a.size()));

@@ -469,7 +469,7 @@ Status ValidateManifest(const Manifest& m) {
   return Status::Ok();
 }
 
-Result<std::string> ManifestToJson(const Manifest& m) {
+Result<std::string> ManifestToJsonReference(const Manifest& m) {
   KVCS_RETURN_IF_ERROR(ValidateManifest(m));
   json j;
   j["kvcs"] = kManifestVersion;

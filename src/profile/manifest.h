@@ -125,7 +125,13 @@ Result<Manifest> ManifestFromJson(const nlohmann::json& j);
 // Validation of a manifest built in code (everything ParseManifest checks after typing).
 Status ValidateManifest(const Manifest& m);
 // Deterministic compact JSON (members sorted by name, no whitespace). Errors: as ValidateManifest.
+// Written in one pass (manifest_writer.cc): the publisher writes a version after every few layers
+// and each re-lists every object digest (~17 MB at 64K tokens), which through a DOM cost ~10x the
+// hex itself (bench/profile: manifest_parse_bench).
 Result<std::string> ManifestToJson(const Manifest& m);
+// The reference: the same text through an nlohmann DOM. ManifestToJson equals it byte for byte
+// (tests and fuzz/profile check that).
+Result<std::string> ManifestToJsonReference(const Manifest& m);
 
 // §3.6: the manifest MUST be consistent with the namespace: CompatId(m.compat) == ns.compat_id.
 // Errors: kCorruption with ManifestError::kCompatIdMismatch.

@@ -96,6 +96,37 @@ TEST(Manifest, GoldenEncodeAndDecode) {
   EXPECT_EQ(*ParseManifestReference(Golden()), Sample());
 }
 
+// The one-pass writer is the reference's text, byte for byte: the golden sample, a model name
+// that needs escapes and non-ASCII, a segment without digests, empty groups, several digest
+// tracks (in the map's order), a deterministic manifest, a refused one.
+TEST(Manifest, TheOnePassWriterWritesTheReferenceText) {
+  std::vector<Manifest> cases;
+  cases.push_back(Sample());
+  Manifest m = Sample();
+  m.compat.model = "a \"quoted\"\\ name\twith \xc3\xa9 and \x01";
+  m.deterministic = true;
+  cases.push_back(m);
+  m = Sample();
+  m.segments[0].object_digests.reset();
+  (*m.segments[1].object_digests)["kv.zstd.s1"] = {};
+  cases.push_back(m);
+  m = Sample();
+  (*m.segments[0].object_digests)["v.raw.s0"] = {{Fill(7), Fill(8), Fill(9)},
+                                                 {Fill(4), Fill(5), Fill(6)}};
+  cases.push_back(m);
+  for (const Manifest& c : cases) {
+    auto ref = ManifestToJsonReference(c);
+    auto fast = ManifestToJson(c);
+    ASSERT_TRUE(ref.ok()) << ref.status().ToString();
+    ASSERT_TRUE(fast.ok()) << fast.status().ToString();
+    EXPECT_EQ(*fast, *ref);
+    EXPECT_EQ(*ParseManifest(*fast), c);
+  }
+  m = Sample();
+  m.segments.clear();
+  EXPECT_EQ(ManifestToJson(m).status().detail(), ManifestToJsonReference(m).status().detail());
+}
+
 TEST(Manifest, EveryPrefixFails) {
   std::string g = Golden();
   for (size_t n = 0; n < g.size(); ++n) {
