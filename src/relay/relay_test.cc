@@ -13,6 +13,7 @@
 #include "auth/token.h"
 #include "moqt_session/moqt_track_store.h"
 #include "relay/test_tools/test_signer.h"
+#include "relay/track_feed.h"
 #include "transport/test_tools/in_memory_session.h"
 #include "transport/test_tools/recording_session_visitor.h"
 
@@ -828,6 +829,62 @@ TEST(RelayTest, AFetchEndingInAGroupStillFillingIsAnsweredWithItsRealEnd) {
   ASSERT_TRUE(fet->done && fet->done->ok);
   EXPECT_EQ(fet->done->end_location, (Location{1, 2}));
   EXPECT_EQ(fet->got, (std::vector<Location>{{0, 0}, {0, 1}, {0, 2}, {1, 0}, {1, 1}, {1, 2}}));
+}
+
+// The upstream's PUBLISH_DONE (counting the fill stream) arrives before the fill itself (held
+// back at the publisher): the feed waits for the fill and then completes the track, whole.
+TEST(RelayTest, AFillArrivingAfterTheUpstreamsPublishDoneStillCompletesTheTrack) {
+  Net net;
+  Node node(Opts("r1"));
+  bool holding = false;
+  std::set<transport::StreamId> seen, held;
+  transport::test::InMemoryOptions o;
+  o.hold = [&](transport::StreamId id) {
+    // Only the publisher's data streams (unidirectional); its request streams go on.
+    if (seen.insert(id).second && holding && (id & 2) != 0) held.insert(id);
+    return held.count(id) > 0;
+  };
+  Publisher pub;
+  pub.Start(net, node, kNs, {}, o);
+  pub.Produce(net, 0, 2, 3);
+  ASSERT_TRUE(pub.track->EndTrack().ok());
+  net.Run();
+  holding = true;  // the fill stream the relay's subscription gets
+  Subscription s = SubscribeFromStart(net, node, Name("k.raw.s0"));
+  holding = false;
+  ASSERT_FALSE(held.empty());
+  EXPECT_FALSE(s.sub->done.has_value());
+  EXPECT_EQ(node.relay.feeds_in_flight(), 1u);  // PUBLISH_DONE came; the feed waits for its fill
+  held.clear();
+  net.Run();
+  EXPECT_EQ(s.sub->got, All(2, 3));
+  ASSERT_TRUE(s.sub->done && s.sub->done->track_ended);
+  EXPECT_TRUE(s.sub->done->all_streams_received);
+  EXPECT_EQ(node.relay.feeds_in_flight(), 0u);
+  EXPECT_TRUE(node.relay.cache().Contains(kNs));  // complete: kept
+}
+
+// A feed whose upstream reports the track ended with every stream, while the fill the feed asked
+// for (the objects up to the upstream's Largest) never ended: the track is not complete with its
+// start missing; it fails, and nothing of it stays.
+TEST(RelayTest, ATrackEndedUpstreamBeforeItsFillEndedIsNotComplete) {
+  Relay relay(Opts("r1"));
+  auto track = std::make_shared<moqt::Track>(Name("k.raw.s0"), moqt::TrackOptions{});
+  auto feed = std::make_shared<TrackFeed>(&relay, track, nullptr, 0);
+  moqt::SubscribeOkInfo ok;
+  ok.largest = Location{0, 2};  // a fill of {0,0}..{0,2} owed
+  feed->OnSubscribeOk(ok);
+  std::optional<moqt::TrackResolution> answer;
+  feed->AddWaiter([&answer](moqt::TrackResolution r) { answer = std::move(r); });
+  ASSERT_TRUE(answer && answer->track);  // answered once the upstream answered
+  moqt::SubscriptionDone done;
+  done.track_ended = true;
+  done.all_streams_received = true;
+  done.status = static_cast<uint64_t>(moqt::PublishDoneCode::kTrackEnded);
+  feed->OnComplete(done);
+  ASSERT_TRUE(track->failure().has_value()) << "marked complete without its fill";
+  EXPECT_NE(track->failure()->second.find("fill"), std::string::npos) << track->failure()->second;
+  EXPECT_FALSE(track->ended());
 }
 
 // An upstream that stops delivering what it owes (the rest of a group, here held back on its
