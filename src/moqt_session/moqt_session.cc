@@ -1030,9 +1030,7 @@ void MoqtSessionImpl::EndServedRequest(uint64_t id, StreamResetCode reset, Publi
   r.group_streams.clear();
   DropPendingOpens(r);
   if (r.kind == RequestKind::kFetch) {
-    // Its FETCH_OK was still waiting for the End Location: the request ends with an error.
-    if (r.fetch_ok_pending) SendRequestError(r.stream, RequestErrorCode::kInternalError, reason);
-    EndIncomingRequest(id, false);
+    EndFetch(id, RequestErrorCode::kInternalError, reason);
     return;
   }
   r.forward = false;  // no new subgroup streams
@@ -1237,10 +1235,27 @@ void MoqtSessionImpl::DataOutFinished(OutgoingDataStream& d) {
     if (g != r.group_streams.end() && g->second == id) r.group_streams.erase(g);
   }
   if (r.kind == RequestKind::kFetch) {
-    EndIncomingRequest(r.id, false);
+    // A stream that ended with its FIN the moment its end became known: FETCH_OK goes first.
+    // Otherwise (stopped by the peer, reset: its objects evicted, the stream gone) the End
+    // Location is still unknown and never will be for this request.
+    const uint64_t fid = r.id;
+    if (!r.track->failure()) MaybeSendFetchOk(fid);
+    EndFetch(fid, RequestErrorCode::kInternalError,
+             "the fetch's data stream ended before its End Location was known");
     return;
   }
   MaybePublishDone(r.id);
+}
+
+void MoqtSessionImpl::EndFetch(uint64_t id, RequestErrorCode code, const std::string& reason) {
+  auto it = in_requests_.find(id);
+  if (it == in_requests_.end() || it->second.kind != RequestKind::kFetch) return;
+  IncomingRequest& r = it->second;
+  if (r.fetch_ok_pending) {
+    r.fetch_ok_pending.reset();
+    SendRequestError(r.stream, code, reason);
+  }
+  EndIncomingRequest(id, false);
 }
 
 void MoqtSessionImpl::MaybePublishDone(uint64_t sub_id) {

@@ -1484,6 +1484,48 @@ TEST(MoqtHardeningTest, FailedUpdateEndsTheSubscriptionEvenWithStreamsWaitingFor
   EXPECT_FALSE(f.raw.closed.has_value());
 }
 
+// A FETCH ending with a group a relay's track is still filling has its FETCH_OK deferred until
+// that group's end is known (fetch_ok_pending). The requester then stops the fetch's data
+// stream (STOP_SENDING): the End Location will never be known for this request, so it is
+// answered REQUEST_ERROR instead of never; the session goes on serving other requests.
+TEST(MoqtHardeningTest, ADeferredFetchOkWhoseDataStreamIsStoppedIsAnsweredWithAnError) {
+  RawServerFixture f;
+  f.track->StartFilling();
+  f.track->SetLargestKnown({1, 0});
+  PublishedObject o;
+  o.location = {0, 0};
+  o.payload = std::make_shared<const Bytes>(B("g0o0"));
+  ASSERT_TRUE(f.track->InsertObject(std::move(o)).ok());
+  f.track->SetCompleteThrough({0, 0});  // group 0's end is not known
+  moqt::Fetch fetch;
+  fetch.request_id = 0;
+  fetch.track = {{"a"}, "b"};
+  fetch.params.location_filter = LocationFilter{T::kAbsoluteStartGroupEnd, 0, 0, 0};  // group 0
+  const transport::StreamId rid = f.Request(fetch);
+  EXPECT_TRUE(ReadResponses(f.pair.client().GetStreamById(rid)).empty());  // deferred
+  // The fetch's data stream: the server's first uni stream after its control stream.
+  transport::Stream* data = f.pair.client().GetStreamById(7);
+  ASSERT_NE(data, nullptr);
+  data->SendStopSending(static_cast<uint64_t>(StreamResetCode::kCancelled));
+  f.pair.RunUntilIdle();
+  std::vector<ControlMessage> got = ReadResponses(f.pair.client().GetStreamById(rid));
+  ASSERT_EQ(got.size(), 1u) << "the deferred FETCH_OK was never answered";
+  auto* err = std::get_if<RequestError>(&got[0]);
+  ASSERT_NE(err, nullptr);
+  EXPECT_EQ(err->error_code, static_cast<uint64_t>(RequestErrorCode::kInternalError));
+  // Still serving: a FETCH of what is known is answered at once.
+  moqt::Fetch again;
+  again.request_id = 2;
+  again.track = {{"a"}, "b"};
+  again.params.location_filter = LocationFilter{T::kAbsoluteRange, 0, 0, 0, 0};
+  const transport::StreamId rid2 = f.Request(again);
+  got = ReadResponses(f.pair.client().GetStreamById(rid2));
+  ASSERT_EQ(got.size(), 1u);
+  EXPECT_TRUE(std::holds_alternative<FetchOk>(got[0]));
+  EXPECT_FALSE(f.server->closed());
+  EXPECT_FALSE(f.raw.closed.has_value());
+}
+
 TEST(MoqtHardeningTest, UpdatesRespectThePeersMaxRequestUpdates) {
   InMemorySessionPair pair;
   RawClient raw(&pair.server());
