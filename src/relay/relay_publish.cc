@@ -13,7 +13,8 @@
 //   - cached whole already: UNINTERESTED (refusals_total{cause="already_cached"}): the relay
 //     holds it;
 //   - with an upstream relay, a PUBLISH accepted into a new track is PUBLISHed on to it
-//     (relay_upstream_publish.cc);
+//     (relay_upstream_publish.cc), and so is one joining a feed that pulls the track from a
+//     publisher here (a feed pulling from the upstream relay needs none: the upstream has it);
 //   - no room (nothing evictable for even one object): EXCESSIVE_LOAD and
 //     refusals_total{cause="cache_full"}, nothing cached. Room running out later ends the feed
 //     the same way as a pulled one (the track is dropped whole, counted cache_full).
@@ -68,6 +69,15 @@ moqt::PublishAnswer Relay::AcceptPublish(RelayPeer* peer, const moqt::IncomingPu
     metrics_.publish_joins.fetch_add(1, std::memory_order_relaxed);
     answer.visitor = std::make_shared<PublishJoin>(f->second, f->second->track(),
                                                    [this](uint64_t n) { return MakeRoom(n); });
+    // A track pulled here from a publisher of this relay (not from the upstream relay, which
+    // holds it already) has reached no relay above: this PUBLISH goes on up as one into a new
+    // track would, once (an earlier PUBLISH of it may be on its way already).
+    std::shared_ptr<TrackFeed> feed = f->second;
+    if (options_.publish_upstream && !feed->from_upstream_relay() &&
+        !upstream_publishes_.count(p.track)) {
+      QueueUpstreamPublish(p.track, feed->track(), p.tokens);
+      if (feed->answered()) PublishAnswered(p.track);  // else from the feed's OnSubscribeOk
+    }
     return answer;
   }
   if (cache_.Find(p.track, now)) {

@@ -1486,5 +1486,75 @@ TEST(RelayPublishTest, AnUpstreamPublishThatWouldLoopIsRefused) {
   b.relay.SetUpstream(nullptr);
 }
 
+// A subscriber at leaf A asks for a track before its publisher PUBLISHes it: A pulls it from
+// the publisher (which announced its namespace at A), and the PUBLISH then joins that feed. The
+// PUBLISH goes on up all the same, once: the root holds the whole track after the publisher left,
+// in its own cache.
+TEST(RelayPublishTest, APublishJoiningATrackALeafIsPullingGoesOnToTheRoot) {
+  LeafUnderRoot t;
+  Net& net = t.net;
+  Node &root = t.root, &a = t.a;
+  Publisher& pub = t.pub;
+  Subscription early = SubscribeFromStart(net, a, Name("k.raw.s0"));
+  EXPECT_EQ(a.relay.metrics().upstream_requests.load(), 1u);  // pulled from the publisher
+  pub.Produce(net, 0, 1, 3);
+  auto k = std::make_shared<Offered>();
+  ASSERT_TRUE(pub.client.session->PublishTrack(Name("k.raw.s0"), {}, k).ok());
+  net.Run();
+  ASSERT_TRUE(k->result && !k->result->has_value());
+  EXPECT_EQ(a.relay.metrics().publish_joins.load(), 1u);
+  pub.Produce(net, 1, 3, 3);
+  ASSERT_TRUE(pub.track->EndTrack().ok());
+  net.Run();
+  ASSERT_EQ(k->delivered, true);
+  pub.client.session->Close(moqt::SessionError::kNoError, "done");
+  net.Run();
+  EXPECT_EQ(early.sub->got, All(3, 3));
+  ASSERT_TRUE(early.sub->done && early.sub->done->track_ended);
+  EXPECT_EQ(a.relay.metrics().upstream_publishes.load(), 1u);
+  EXPECT_EQ(a.relay.metrics().upstream_publishes_delivered.load(), 1u);
+  EXPECT_EQ(a.relay.upstream_publishes_pending(), 0u);
+  EXPECT_EQ(root.relay.metrics().publishes.load(), 1u);
+  EXPECT_TRUE(root.relay.cache().Contains(kNs)) << "the root never got the leaf's PUBLISH";
+  Subscription s = SubscribeFromStart(net, root, Name("k.raw.s0"));
+  EXPECT_EQ(s.sub->got, All(3, 3));  // each object once, its bytes checked
+  ASSERT_TRUE(s.sub->done && s.sub->done->track_ended);
+  EXPECT_EQ(root.relay.metrics().upstream_requests.load(), 0u);  // from the root's own copy
+}
+
+// The same join at a leaf whose feed pulls the track from its upstream relay (the track's
+// publisher is at the root): the root holds the track already, so the leaf sends nothing back up.
+TEST(RelayPublishTest, APublishJoiningATrackPulledFromTheUpstreamIsNotSentBackUp) {
+  Net net;
+  Node root(Opts("root")), a(LeafOpts("a"));
+  Client link = LinkUp(net, a, root);
+  net.Run();
+  Publisher origin;
+  origin.Start(net, root);
+  origin.Produce(net, 0, 1, 3);
+  Subscription early = SubscribeFromStart(net, a, Name("k.raw.s0"));
+  EXPECT_EQ(root.relay.metrics().upstream_requests.load(), 1u);  // A's pull reached the origin
+  Publisher second;  // a second publisher of the same track, at A
+  second.Start(net, a);
+  second.Produce(net, 0, 1, 3);
+  auto k = std::make_shared<Offered>();
+  ASSERT_TRUE(second.client.session->PublishTrack(Name("k.raw.s0"), {}, k).ok());
+  net.Run();
+  ASSERT_TRUE(k->result && !k->result->has_value());
+  EXPECT_EQ(a.relay.metrics().publish_joins.load(), 1u);
+  EXPECT_EQ(a.relay.metrics().upstream_publishes.load(), 0u);
+  EXPECT_EQ(a.relay.upstream_publishes_pending(), 0u);
+  for (Publisher* p : {&origin, &second}) {
+    p->Produce(net, 1, 2, 3);
+    ASSERT_TRUE(p->track->EndTrack().ok());
+  }
+  net.Run();
+  EXPECT_EQ(early.sub->got, All(2, 3));
+  ASSERT_TRUE(early.sub->done && early.sub->done->track_ended);
+  EXPECT_EQ(root.relay.metrics().publishes.load(), 0u);
+  EXPECT_EQ(a.relay.metrics().upstream_publishes.load(), 0u);
+  a.relay.SetUpstream(nullptr);  // the link's session goes before the relays
+}
+
 }  // namespace
 }  // namespace kvcs::relay
