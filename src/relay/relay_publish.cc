@@ -39,11 +39,16 @@ class PublishJoin : public moqt::SubscribeVisitor {
     if (track_->failure() || !track_->filling() || track_->Find(o.location)) {
       return;  // held already (or the track is over): the copy is dropped
     }
-    if (make_room_(StoredObjectCharge(o))) (void)track_->InsertObject(ToStoredObject(o));
+    Status st = make_room_(StoredObjectCharge(o))
+                    ? track_->InsertObject(ToStoredObject(o))
+                    : moqt::TrackErrorStatus(moqt::TrackError::kBudgetExhausted, "cache full");
+    if (!st.ok() && !st.Is(moqt::TrackError::kExists)) lost_ = true;
   }
 
   void OnComplete(const moqt::SubscriptionDone& done) override {
-    if (done.error || !done.track_ended || !done.all_streams_received) return;
+    // Whole only if every object it brought was stored (else the feed's own subscription goes
+    // on, and decides).
+    if (done.error || !done.track_ended || !done.all_streams_received || lost_) return;
     if (auto feed = feed_.lock()) feed->CompletedElsewhere();
   }
 
@@ -51,6 +56,7 @@ class PublishJoin : public moqt::SubscribeVisitor {
   std::weak_ptr<TrackFeed> feed_;
   std::shared_ptr<moqt::Track> track_;
   std::function<bool(uint64_t)> make_room_;
+  bool lost_ = false;  // an object this PUBLISH delivered could not be stored
 };
 
 }  // namespace
