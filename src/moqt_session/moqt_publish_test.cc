@@ -244,6 +244,36 @@ TEST(MoqtPublishTest, PublishDoneWaitsForAFillRequestOnlyPublishDoneWaitMs) {
   EXPECT_EQ(offered->delivered, true);
 }
 
+// A fill request that reaches the publisher after its wait for one ended (it sent PUBLISH_DONE,
+// counting only the live streams, and ignores the late request): the subscriber, whose request
+// was never answered, does not take the track for whole; its fill never came.
+TEST(MoqtPublishTest, AFillRequestedAfterThePublishersWaitLeavesTheSubscriptionNotWhole) {
+  SubscriberCallbacks cb;
+  cb.fill_existing = false;  // asked for by hand below, too late
+  uint64_t now = 1000;
+  Pair p(&cb, [&now] { return now; });
+  auto t = p.MakeTrack("k");
+  p.Produce(*t, 0, 1, 2);  // before the PUBLISH: only a fill would bring it
+  auto offered = std::make_shared<Offered>();
+  ASSERT_TRUE(p.client->PublishTrack(Name("k"), {}, offered).ok());
+  p.Run();
+  p.Produce(*t, 1, 2, 2);
+  ASSERT_TRUE(t->EndTrack().ok());
+  p.Run();
+  now += kDefaultPublishDoneWaitMs;
+  p.client->OnTimer();  // PUBLISH_DONE goes (not delivered yet)
+  SubscriptionUpdate fill;
+  fill.fill = LocationFilter{LocationFilterType::kAbsoluteRange, 0, 0, 0, 1};
+  ASSERT_EQ(cb.publishes.size(), 1u);
+  ASSERT_TRUE(p.server->UpdateSubscription(cb.publishes[0].request_id, fill).ok());
+  p.Run();
+  auto rx = cb.accepted["k"];
+  ASSERT_TRUE(rx && rx->done.has_value());
+  EXPECT_TRUE(rx->done->track_ended);
+  EXPECT_FALSE(rx->done->all_streams_received) << "whole without the fill it asked for";
+  EXPECT_FALSE(rx->fill_clean.has_value());  // no fill stream came
+}
+
 TEST(MoqtPublishTest, RefusedPublishIsReportedAndNothingIsDelivered) {
   SubscriberCallbacks cb;
   cb.refuse = RequestErrorCode::kUnauthorized;

@@ -31,6 +31,14 @@ SubscriptionDone OutgoingRequest::Completion(bool all_streams_received) const {
   return d;
 }
 
+void OutgoingRequest::FillAnswered(uint64_t fill_id, const LocationFilter& f,
+                                   std::optional<Location> largest) {
+  // The publisher's rule (MoqtSessionImpl::StartFill): no stream for an empty range, nor while
+  // not forwarding.
+  if (!sub_options.forward || FetchRange(f, largest).empty()) return;
+  if (!fills_arrived.count(fill_id)) fills_owed.insert(fill_id);
+}
+
 bool OutgoingRequest::InLocalObjectRanges(uint64_t object_id) const {
   return local_object_ranges.empty() || InRanges(local_object_ranges, object_id);
 }

@@ -50,6 +50,9 @@ struct OutgoingRequest {
   void AssumePublishDone(std::string reason, uint64_t now_ms);
   // The subscription's final report from its PUBLISH_DONE (REQUIRES done).
   SubscriptionDone Completion(bool all_streams_received) const;
+  // The publisher answered the fill asked for under `fill_id` with `largest` as its Largest
+  // Object: owed unless its range `f` is empty (no stream) or its stream arrived already.
+  void FillAnswered(uint64_t fill_id, const LocationFilter& f, std::optional<Location> largest);
   // Whether Object `object_id` passes the application's OBJECTID ranges (applied locally).
   bool InLocalObjectRanges(uint64_t object_id) const;
 
@@ -70,6 +73,13 @@ struct OutgoingRequest {
   bool eot_seen = false;
   std::optional<PublishDone> done;
   uint64_t done_at_ms = 0;
+  // Fills asked for, by the Request ID their stream's header names (the SUBSCRIBE's, or an
+  // update's): updates with a fill not answered yet (their fill range, resolved against the
+  // Largest Object the answer carries); fills answered with a non-empty range whose stream has
+  // not arrived (owed); fills whose stream arrived (counted in streams_open until it ends).
+  // Completion waits for what is owed (docs/protocols/moqt-session.md, Subscription completion).
+  std::map<uint64_t, LocationFilter> fill_updates;
+  std::set<uint64_t> fills_owed, fills_arrived;
   // fetch
   std::shared_ptr<FetchVisitor> fetch_visitor;
   GroupOrder fetch_order = GroupOrder::kAscending;

@@ -1030,9 +1030,7 @@ void MoqtSessionImpl::EndServedRequest(uint64_t id, StreamResetCode reset, Publi
   r.group_streams.clear();
   DropPendingOpens(r);
   if (r.kind == RequestKind::kFetch) {
-    // Its FETCH_OK was still waiting for the End Location: the request ends with an error.
-    if (r.fetch_ok_pending) SendRequestError(r.stream, RequestErrorCode::kInternalError, reason);
-    EndIncomingRequest(id, false);
+    EndFetch(id, RequestErrorCode::kInternalError, reason);
     return;
   }
   r.forward = false;  // no new subgroup streams
@@ -1237,10 +1235,27 @@ void MoqtSessionImpl::DataOutFinished(OutgoingDataStream& d) {
     if (g != r.group_streams.end() && g->second == id) r.group_streams.erase(g);
   }
   if (r.kind == RequestKind::kFetch) {
-    EndIncomingRequest(r.id, false);
+    // A stream that ended with its FIN the moment its end became known: FETCH_OK goes first.
+    // Otherwise (stopped by the peer, reset: its objects evicted, the stream gone) the End
+    // Location is still unknown and never will be for this request.
+    const uint64_t fid = r.id;
+    if (!r.track->failure()) MaybeSendFetchOk(fid);
+    EndFetch(fid, RequestErrorCode::kInternalError,
+             "the fetch's data stream ended before its End Location was known");
     return;
   }
   MaybePublishDone(r.id);
+}
+
+void MoqtSessionImpl::EndFetch(uint64_t id, RequestErrorCode code, const std::string& reason) {
+  auto it = in_requests_.find(id);
+  if (it == in_requests_.end() || it->second.kind != RequestKind::kFetch) return;
+  IncomingRequest& r = it->second;
+  if (r.fetch_ok_pending) {
+    r.fetch_ok_pending.reset();
+    SendRequestError(r.stream, code, reason);
+  }
+  EndIncomingRequest(id, false);
 }
 
 void MoqtSessionImpl::MaybePublishDone(uint64_t sub_id) {
@@ -1598,6 +1613,14 @@ void MoqtSessionImpl::OnResponseMessage(StreamId id, OutgoingRequest& r, Control
         r.alias = ok->track_alias;
         alias_to_sub_[ok->track_alias] = rid;
         r.live_range = SubscriptionRange(r.sub_options.filter, ok->params.largest_object);
+        if (r.sub_options.fill) {
+          // FILL_PARAMETERS without a LOCATION_FILTER: the subscription's.
+          r.FillAnswered(rid,
+                         r.sub_options.fill->type == LocationFilterType::kNone
+                             ? r.sub_options.filter
+                             : *r.sub_options.fill,
+                         ok->params.largest_object);
+        }
         SubscribeOkInfo info;
         info.track_alias = ok->track_alias;
         info.largest = ok->params.largest_object;
@@ -1616,11 +1639,17 @@ void MoqtSessionImpl::OnResponseMessage(StreamId id, OutgoingRequest& r, Control
         }
         uint64_t uid = r.pending_updates.front();
         r.pending_updates.pop_front();
+        std::optional<LocationFilter> fill;
+        if (auto f = r.fill_updates.find(uid); f != r.fill_updates.end()) {
+          fill = f->second;
+          r.fill_updates.erase(f);  // answered: owed when accepted, nothing when refused
+        }
         if (auto* ok = std::get_if<RequestOk>(&m)) {
           if (!ok->track_properties.empty()) {
             ProtocolViolation("track properties outside TRACK_STATUS_OK");
             return;
           }
+          if (fill) r.FillAnswered(uid, *fill, ok->params.largest_object);
           // A new filter applies from the Largest Object the publisher reports with the OK.
           if (!r.live_range) {
             r.live_range = SubscriptionRange(r.sub_options.filter, ok->params.largest_object);
@@ -1928,6 +1957,8 @@ std::optional<GroupOrder> MoqtSessionImpl::AttributeFetch(IncomingDataStream& d,
     return r.fetch_order;
   }
   d.Attribute(r.id, /*fill=*/true);
+  r.fills_arrived.insert(request_id);
+  r.fills_owed.erase(request_id);
   if (!r.CountDataStream()) {
     ProtocolViolation("more data streams than PUBLISH_DONE counted");
     return std::nullopt;
@@ -2021,16 +2052,24 @@ void MoqtSessionImpl::MaybeCompleteSubscription(uint64_t id) {
   if (it == out_requests_.end()) return;
   OutgoingRequest& r = it->second;
   if (!r.done || r.streams_open > 0) return;
-  bool counted =
-      r.done->stream_count == kStreamCountUnknown || r.streams_seen >= r.done->stream_count;
-  bool timed_out = Now() >= r.done_at_ms + config_.publish_done_wait_ms && !counted;
+  const bool unknown_count = r.done->stream_count == kStreamCountUnknown;
+  const bool counted = unknown_count || r.streams_seen >= r.done->stream_count;
+  // A fill we asked for whose stream has not arrived may still come only when the count is
+  // unknown: a count reached says the publisher opened nothing more. An update with a fill still
+  // unanswered at PUBLISH_DONE was ignored (answers come in order, before PUBLISH_DONE): its
+  // fill never comes. Either way the subscription is not whole without it.
+  // (A subscription with a stream reset is not whole anyway: no wait.)
+  const bool fill_may_come = unknown_count && !r.fills_owed.empty() && !r.stream_trouble;
+  const bool fill_missing = !r.fills_owed.empty() || !r.fill_updates.empty();
+  const bool waiting = !counted || fill_may_come;
+  const bool timed_out = Now() >= r.done_at_ms + config_.done_stream_wait_ms;
   // A subscriber cut off (TOO_FAR_BEHIND) had every stream reset: those reset before their
   // header reached us can never be counted, and waiting for them gains nothing. It ends once
   // the streams we know have ended, reported as not whole.
   const bool cut_off = r.done->status_code == static_cast<uint64_t>(PublishDoneCode::kTooFarBehind);
-  if (!counted && !timed_out && !cut_off) return;
+  if (waiting && !timed_out && !cut_off) return;
   if (cut_off) r.stream_trouble = true;
-  SubscriptionDone d = r.Completion(counted && !r.stream_trouble);
+  SubscriptionDone d = r.Completion(!waiting && !fill_missing && !r.stream_trouble);
   auto v = r.sub_visitor;
   StreamId sid = r.stream;
   FinishOutgoingRequest(id);
@@ -2184,7 +2223,15 @@ Result<uint64_t> MoqtSessionImpl::UpdateSubscription(uint64_t request_id,
     r.live_range.reset();
   }
   r.pending_updates.push_back(uid);
-  if (update.fill) fetch_id_owner_[uid] = request_id;
+  if (update.forward) r.sub_options.forward = *update.forward;
+  if (update.fill) {
+    fetch_id_owner_[uid] = request_id;
+    // The publisher's fill range: the update's LOCATION_FILTER inside FILL_PARAMETERS, else the
+    // update's new filter, else the whole track (OnLaterRequestMessage).
+    LocationFilter range = *update.fill;
+    if (range.type == LocationFilterType::kNone && update.filter) range = *update.filter;
+    r.fill_updates[uid] = range;
+  }
   KVCS_RETURN_IF_ERROR(SendControl(r.stream, m));
   return uid;
 }
@@ -2357,7 +2404,7 @@ void MoqtSessionImpl::OnTimer() {
     auto it = out_requests_.find(id);
     if (it == out_requests_.end()) continue;
     OutgoingRequest& r = it->second;
-    if (Now() >= r.done_at_ms + config_.publish_done_wait_ms) {
+    if (Now() >= r.done_at_ms + config_.done_stream_wait_ms) {
       r.streams_open = 0;  // stop waiting for streams that never came or never ended
       r.stream_trouble = true;
       // Make the count check pass by timing out.

@@ -75,11 +75,14 @@ struct MoqtSessionConfig {
   uint64_t max_filter_ranges = 64;
   std::vector<AuthToken> setup_auth_tokens;
   WireOptions wire;
-  // Monotonic milliseconds. Used for the PUBLISH_DONE stream wait and the GOAWAY timeout; the
+  // Monotonic milliseconds. Used for the PUBLISH_DONE waits and the GOAWAY timeout; the
   // owner calls MoqtSession::OnTimer() to let deadlines fire. Default: always 0.
   std::function<uint64_t()> clock_ms;
   // Subscriber: how long a subscription waits after PUBLISH_DONE for the data streams it
-  // counted. Publisher of a PUBLISH: how long after PUBLISH_OK its PUBLISH_DONE waits for the
+  // counted, and, when the count is unknown, for a fill it asked for whose stream has not
+  // arrived; then it completes with all_streams_received = false.
+  uint64_t done_stream_wait_ms = kDefaultDoneStreamWaitMs;
+  // Publisher of a PUBLISH: how long after PUBLISH_OK its PUBLISH_DONE waits for the
   // subscriber's fill request (REQUEST_UPDATE) when objects existed; a subscriber that wants no
   // fill never sends one, and PUBLISH_DONE then goes once the live streams are done.
   uint64_t publish_done_wait_ms = kDefaultPublishDoneWaitMs;
@@ -146,7 +149,10 @@ struct SubscriptionDone {
   bool track_ended = false;        // End of Track received, or PUBLISH_DONE TRACK_ENDED
   std::optional<uint64_t> status;  // PUBLISH_DONE status code (raw); nullopt if none arrived
   std::string reason;
-  bool all_streams_received = true;   // false: the stream wait timed out or a stream was reset
+  // false: the stream wait timed out, a stream was reset, or a fill this subscription asked for
+  // did not arrive (its update was still unanswered at PUBLISH_DONE: the publisher ignored it;
+  // or PUBLISH_DONE's stream count left no room for it; or the wait for it timed out).
+  bool all_streams_received = true;
   std::optional<RequestError> error;  // the subscription was refused (REQUEST_ERROR)
   bool session_closed = false;        // the session ended first
 };
@@ -163,7 +169,9 @@ class SubscribeVisitor {
   // The answer to UpdateSubscription(`update_id`): nullopt = REQUEST_OK.
   virtual void OnUpdateResult(uint64_t update_id, const std::optional<RequestError>& error) {}
   // Last callback: PUBLISH_DONE arrived and every counted data stream (fill included) ended, or
-  // the subscription was refused / the session closed.
+  // the subscription was refused / the session closed. A fill asked for (FILL_PARAMETERS, or an
+  // update with a fill) whose stream has not arrived holds completion back while it may still
+  // come (PUBLISH_DONE with an unknown stream count, at most done_stream_wait_ms).
   virtual void OnComplete(const SubscriptionDone& done) = 0;
 };
 

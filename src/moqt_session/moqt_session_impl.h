@@ -214,6 +214,12 @@ class MoqtSessionImpl : public transport::SessionVisitor,
   void MaybePublishDone(uint64_t sub_id);
   // Sends fetch `id`'s FETCH_OK once its End Location is known (IncomingRequest::fetch_ok_pending).
   void MaybeSendFetchOk(uint64_t id);
+  // Ends fetch `id` we serve (its data stream ended, or its track failed): a FETCH_OK still
+  // waiting for its End Location can never be sent now, so the requester gets REQUEST_ERROR
+  // `code` (`reason`) instead of waiting for an answer forever; then the request is forgotten.
+  // (A requester that reset or stopped the request stream cancelled it: nothing to answer, and
+  // those paths just end the request.)
+  void EndFetch(uint64_t id, RequestErrorCode code, const std::string& reason);
   // Our PUBLISHes whose subscriber sent no fill request within publish_done_wait_ms of its
   // PUBLISH_OK: PUBLISH_DONE waits for it no longer.
   void ExpireFillRequestWaits();
@@ -221,7 +227,7 @@ class MoqtSessionImpl : public transport::SessionVisitor,
   // Resets one of our data streams (CANCELLED, or `code`); the pump treats it as finished.
   void CancelDataOut(StreamId sid, StreamResetCode code = StreamResetCode::kCancelled);
   // Ends a subscription or fetch we serve: its data streams reset with `reset`, a subscription
-  // then gets PUBLISH_DONE `code` (`reason`), a fetch just ends.
+  // then gets PUBLISH_DONE `code` (`reason`), a fetch ends (EndFetch).
   void EndServedRequest(uint64_t id, StreamResetCode reset, PublishDoneCode code,
                         std::string reason);
   // ---- slow subscribers (MoqtSessionConfig::subscriber_stall_ms), from OnTimer

@@ -60,8 +60,11 @@ inline constexpr size_t kMaxTracksPerStore = 65536;
 inline constexpr size_t kMaxAnnouncedNamespaces = 4096;
 
 // Default time a subscriber keeps a subscription after PUBLISH_DONE while it waits for the
-// announced number of data streams (draft: at least the largest delivery timeout). 10 s matches
-// the control-message timeout guidance seen in implementations.
+// announced number of data streams and for a fill it asked for (draft: at least the largest
+// delivery timeout). 10 s matches the control-message timeout guidance seen in implementations.
+inline constexpr uint64_t kDefaultDoneStreamWaitMs = 10'000;
+// Default time the publisher of a PUBLISH holds its PUBLISH_DONE after PUBLISH_OK for the
+// subscriber's fill request (a subscriber that wants no fill never sends one).
 inline constexpr uint64_t kDefaultPublishDoneWaitMs = 10'000;
 
 }  // namespace kvcs::moqt

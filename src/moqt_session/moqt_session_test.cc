@@ -11,6 +11,7 @@
 
 #include "moqt/moqt_control_parser.h"
 #include "moqt/moqt_framer.h"
+#include "moqt/moqt_limits.h"
 #include "moqt/moqt_varint.h"
 #include "moqt_session/moqt_track_store.h"
 #include "transport/test_tools/in_memory_session.h"
@@ -954,6 +955,18 @@ struct RawPublisher {
   std::unique_ptr<MoqtSession> client;
 };
 
+// `sub` (PUBLISH_DONE received at time 0) is still waiting 1 ms before done_stream_wait_ms, and
+// ends, not whole, at it.
+void ExpectEndsNotWholeAtTheWait(RawPublisher& p, Sub& sub) {
+  p.now = kDefaultDoneStreamWaitMs - 1;
+  p.client->OnTimer();
+  EXPECT_FALSE(sub.done.has_value());
+  p.now = kDefaultDoneStreamWaitMs;
+  p.client->OnTimer();
+  ASSERT_TRUE(sub.done.has_value());
+  EXPECT_FALSE(sub.done->all_streams_received);
+}
+
 TEST(MoqtPublishDoneTest, CompletionWaitsForTheCountedStreams) {
   RawPublisher p;
   ASSERT_TRUE(p.client->setup_complete());
@@ -991,13 +1004,7 @@ TEST(MoqtPublishDoneTest, MissingStreamsTimeOutThroughTheInjectedClock) {
   done.stream_count = 2;
   p.Send(0, done, true);
   p.pair.RunUntilIdle();
-  p.now = kDefaultPublishDoneWaitMs - 1;
-  p.client->OnTimer();
-  EXPECT_FALSE(sub->done.has_value());
-  p.now = kDefaultPublishDoneWaitMs;
-  p.client->OnTimer();
-  ASSERT_TRUE(sub->done.has_value());
-  EXPECT_FALSE(sub->done->all_streams_received);
+  ASSERT_NO_FATAL_FAILURE(ExpectEndsNotWholeAtTheWait(p, *sub));
   EXPECT_FALSE(sub->done->track_ended);
   EXPECT_EQ(sub->done->status, static_cast<uint64_t>(PublishDoneCode::kGoingAway));
 }
@@ -1043,6 +1050,89 @@ TEST(MoqtPublishDoneTest, TooFarBehindDoesNotWaitForStreamsThatWereReset) {
   EXPECT_FALSE(sub->done->all_streams_received);
   EXPECT_FALSE(sub->done->track_ended);
   EXPECT_EQ(sub->done->status, static_cast<uint64_t>(PublishDoneCode::kTooFarBehind));
+}
+
+// A fill stream from the raw publisher for request `request_id`: objects {0,0} and {0,1}, FIN.
+void SendFill(RawPublisher& p, uint64_t request_id) {
+  Bytes b;
+  ASSERT_TRUE(AppendFetchHeader(FetchHeader{request_id}, &b).ok());
+  FetchStreamWriter w;
+  for (uint64_t o : {0, 1}) {
+    ObjectHeader h;
+    h.location = {0, o};
+    h.subgroup_id = 0;
+    h.publisher_priority = 128;
+    const std::string pl = Payload(0, o);
+    ASSERT_TRUE(w.AppendObject(h, B(pl), &b).ok());
+  }
+  ASSERT_TRUE(p.pair.server().OpenOutgoingUnidirectionalStream()->Write(b, true).ok());
+}
+
+// The client subscribes a/b from {0,0} (Next Object + fill); the raw publisher answers with
+// Largest {0,1} (so a fill of {0,0}..{0,1} is owed) and then PUBLISH_DONE TRACK_ENDED counting
+// `count` streams, before any fill stream.
+std::shared_ptr<Sub> SubscribedWithFillThenDone(RawPublisher& p, uint64_t count) {
+  auto sub = std::make_shared<Sub>();
+  SubscribeOptions so;
+  so.fill = LocationFilter{T::kAbsoluteStart, 0, 0};
+  EXPECT_TRUE(p.client->Subscribe({{"a"}, "b"}, so, sub).ok());
+  p.pair.RunUntilIdle();
+  SubscribeOk ok;
+  ok.track_alias = 4;
+  ok.params.largest_object = Location{0, 1};
+  p.Send(0, ok);
+  PublishDone done;
+  done.status_code = static_cast<uint64_t>(PublishDoneCode::kTrackEnded);
+  done.stream_count = count;
+  p.Send(0, done, true);
+  p.pair.RunUntilIdle();
+  return sub;
+}
+
+// PUBLISH_DONE TRACK_ENDED with an unknown stream count overtakes the fill stream: the
+// subscription is not complete (nor reported whole) before the fill ends, which it then does.
+TEST(MoqtPublishDoneTest, AnUnknownCountWaitsForTheFillAskedFor) {
+  RawPublisher p;
+  auto sub = SubscribedWithFillThenDone(p, kStreamCountUnknown);
+  EXPECT_FALSE(sub->done.has_value()) << "complete before the fill arrived";
+  SendFill(p, 0);
+  p.pair.RunUntilIdle();
+  ASSERT_TRUE(sub->done.has_value());
+  EXPECT_TRUE(sub->done->track_ended);
+  EXPECT_TRUE(sub->done->all_streams_received);
+  ASSERT_EQ(sub->objects.size(), 2u);
+  EXPECT_EQ(sub->objects[1].payload, "g0o1");
+  EXPECT_EQ(sub->objects[1].via, DeliveryKind::kFill);
+}
+
+// The fill never comes: the wait is bounded (done_stream_wait_ms on the injected clock), and the
+// subscription then ends as not whole.
+TEST(MoqtPublishDoneTest, AFillThatNeverComesEndsTheSubscriptionNotWholeAfterTheWait) {
+  RawPublisher p;
+  auto sub = SubscribedWithFillThenDone(p, kStreamCountUnknown);
+  ASSERT_NO_FATAL_FAILURE(ExpectEndsNotWholeAtTheWait(p, *sub));
+}
+
+// A known count that leaves no stream for the fill (the publisher opened none): the fill never
+// comes, and the subscription, complete at once, is not reported whole.
+TEST(MoqtPublishDoneTest, ACountWithoutTheFillIsNotWhole) {
+  RawPublisher p;
+  auto sub = SubscribedWithFillThenDone(p, 0);
+  ASSERT_TRUE(sub->done.has_value());
+  EXPECT_TRUE(sub->done->track_ended);
+  EXPECT_FALSE(sub->done->all_streams_received);
+}
+
+// The normal order is unchanged: PUBLISH_DONE counting the fill stream, which arrives after it.
+TEST(MoqtPublishDoneTest, ACountedFillArrivingAfterPublishDoneCompletesWhole) {
+  RawPublisher p;
+  auto sub = SubscribedWithFillThenDone(p, 1);
+  EXPECT_FALSE(sub->done.has_value());
+  SendFill(p, 0);
+  p.pair.RunUntilIdle();
+  ASSERT_TRUE(sub->done.has_value());
+  EXPECT_TRUE(sub->done->all_streams_received);
+  EXPECT_EQ(sub->objects.size(), 2u);
 }
 
 // Reads every control message the server wrote on a raw client's request stream.
@@ -1391,6 +1481,48 @@ TEST(MoqtHardeningTest, FailedUpdateEndsTheSubscriptionEvenWithStreamsWaitingFor
   ASSERT_TRUE(f.track->AppendObject(B("g1 again")).ok());
   f.pair.RunUntilIdle();
   EXPECT_EQ(f.server->stats().data_streams_opened, 1u);
+  EXPECT_FALSE(f.raw.closed.has_value());
+}
+
+// A FETCH ending with a group a relay's track is still filling has its FETCH_OK deferred until
+// that group's end is known (fetch_ok_pending). The requester then stops the fetch's data
+// stream (STOP_SENDING): the End Location will never be known for this request, so it is
+// answered REQUEST_ERROR instead of never; the session goes on serving other requests.
+TEST(MoqtHardeningTest, ADeferredFetchOkWhoseDataStreamIsStoppedIsAnsweredWithAnError) {
+  RawServerFixture f;
+  f.track->StartFilling();
+  f.track->SetLargestKnown({1, 0});
+  PublishedObject o;
+  o.location = {0, 0};
+  o.payload = std::make_shared<const Bytes>(B("g0o0"));
+  ASSERT_TRUE(f.track->InsertObject(std::move(o)).ok());
+  f.track->SetCompleteThrough({0, 0});  // group 0's end is not known
+  moqt::Fetch fetch;
+  fetch.request_id = 0;
+  fetch.track = {{"a"}, "b"};
+  fetch.params.location_filter = LocationFilter{T::kAbsoluteStartGroupEnd, 0, 0, 0};  // group 0
+  const transport::StreamId rid = f.Request(fetch);
+  EXPECT_TRUE(ReadResponses(f.pair.client().GetStreamById(rid)).empty());  // deferred
+  // The fetch's data stream: the server's first uni stream after its control stream.
+  transport::Stream* data = f.pair.client().GetStreamById(7);
+  ASSERT_NE(data, nullptr);
+  data->SendStopSending(static_cast<uint64_t>(StreamResetCode::kCancelled));
+  f.pair.RunUntilIdle();
+  std::vector<ControlMessage> got = ReadResponses(f.pair.client().GetStreamById(rid));
+  ASSERT_EQ(got.size(), 1u) << "the deferred FETCH_OK was never answered";
+  auto* err = std::get_if<RequestError>(&got[0]);
+  ASSERT_NE(err, nullptr);
+  EXPECT_EQ(err->error_code, static_cast<uint64_t>(RequestErrorCode::kInternalError));
+  // Still serving: a FETCH of what is known is answered at once.
+  moqt::Fetch again;
+  again.request_id = 2;
+  again.track = {{"a"}, "b"};
+  again.params.location_filter = LocationFilter{T::kAbsoluteRange, 0, 0, 0, 0};
+  const transport::StreamId rid2 = f.Request(again);
+  got = ReadResponses(f.pair.client().GetStreamById(rid2));
+  ASSERT_EQ(got.size(), 1u);
+  EXPECT_TRUE(std::holds_alternative<FetchOk>(got[0]));
+  EXPECT_FALSE(f.server->closed());
   EXPECT_FALSE(f.raw.closed.has_value());
 }
 

@@ -161,6 +161,7 @@ void Relay::ResolveTrack(const moqt::TrackQuery& q, moqt::TrackResolved done) {
   }
   metrics_.upstream_requests.fetch_add(1, std::memory_order_relaxed);
   feed->set_request_id(*rid);
+  feed->set_from_upstream_relay(route->upstream);
   feeds_[q.name] = feed;
   feed->AddWaiter(std::move(done));
   UpdateCacheGauges();

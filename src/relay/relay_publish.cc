@@ -13,7 +13,8 @@
 //   - cached whole already: UNINTERESTED (refusals_total{cause="already_cached"}): the relay
 //     holds it;
 //   - with an upstream relay, a PUBLISH accepted into a new track is PUBLISHed on to it
-//     (relay_upstream_publish.cc);
+//     (relay_upstream_publish.cc), and so is one joining a feed that pulls the track from a
+//     publisher here (a feed pulling from the upstream relay needs none: the upstream has it);
 //   - no room (nothing evictable for even one object): EXCESSIVE_LOAD and
 //     refusals_total{cause="cache_full"}, nothing cached. Room running out later ends the feed
 //     the same way as a pulled one (the track is dropped whole, counted cache_full).
@@ -38,11 +39,16 @@ class PublishJoin : public moqt::SubscribeVisitor {
     if (track_->failure() || !track_->filling() || track_->Find(o.location)) {
       return;  // held already (or the track is over): the copy is dropped
     }
-    if (make_room_(StoredObjectCharge(o))) (void)track_->InsertObject(ToStoredObject(o));
+    Status st = make_room_(StoredObjectCharge(o))
+                    ? track_->InsertObject(ToStoredObject(o))
+                    : moqt::TrackErrorStatus(moqt::TrackError::kBudgetExhausted, "cache full");
+    if (!st.ok() && !st.Is(moqt::TrackError::kExists)) lost_ = true;
   }
 
   void OnComplete(const moqt::SubscriptionDone& done) override {
-    if (done.error || !done.track_ended || !done.all_streams_received) return;
+    // Whole only if every object it brought was stored (else the feed's own subscription goes
+    // on, and decides).
+    if (done.error || !done.track_ended || !done.all_streams_received || lost_) return;
     if (auto feed = feed_.lock()) feed->CompletedElsewhere();
   }
 
@@ -50,6 +56,7 @@ class PublishJoin : public moqt::SubscribeVisitor {
   std::weak_ptr<TrackFeed> feed_;
   std::shared_ptr<moqt::Track> track_;
   std::function<bool(uint64_t)> make_room_;
+  bool lost_ = false;  // an object this PUBLISH delivered could not be stored
 };
 
 }  // namespace
@@ -68,6 +75,15 @@ moqt::PublishAnswer Relay::AcceptPublish(RelayPeer* peer, const moqt::IncomingPu
     metrics_.publish_joins.fetch_add(1, std::memory_order_relaxed);
     answer.visitor = std::make_shared<PublishJoin>(f->second, f->second->track(),
                                                    [this](uint64_t n) { return MakeRoom(n); });
+    // A track pulled here from a publisher of this relay (not from the upstream relay, which
+    // holds it already) has reached no relay above: this PUBLISH goes on up as one into a new
+    // track would, once (an earlier PUBLISH of it may be on its way already).
+    std::shared_ptr<TrackFeed> feed = f->second;
+    if (options_.publish_upstream && !feed->from_upstream_relay() &&
+        !upstream_publishes_.count(p.track)) {
+      QueueUpstreamPublish(p.track, feed->track(), p.tokens);
+      if (feed->answered()) PublishAnswered(p.track);  // else from the feed's OnSubscribeOk
+    }
     return answer;
   }
   if (cache_.Find(p.track, now)) {

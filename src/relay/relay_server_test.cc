@@ -4,7 +4,8 @@
 // a token, with a forged or expired one (at setup), with one that expired since (the request),
 // and into a full cache (EXCESSIVE_LOAD); a publisher PUBLISHing to a leaf relay whose root then
 // serves the whole publication byte-identical, also when the root comes up only after the
-// publisher left; a leaf destroyed with an announcement forwarded upstream. The in-memory relay
+// publisher left, and when the PUBLISH joins a track the leaf was already pulling from the
+// publisher; a leaf destroyed with an announcement forwarded upstream. The in-memory relay
 // tests (relay_test.cc) cover the logic; these cover the server's wiring of sessions. Every wait
 // polls the io_context with a bound.
 #include "relay/relay_server.h"
@@ -385,6 +386,54 @@ TEST_F(RelayServerTest, APublishToALeafReachesTheRootByteIdentical) {
   ASSERT_TRUE(RunUntil([&] { return sub->done.has_value(); }));
   EXPECT_TRUE(sub->done->track_ended);
   EXPECT_TRUE(sub->bytes == Expected(4, 3)) << sub->bytes.size() << " objects";
+  EXPECT_EQ(relay_->relay().metrics().upstream_requests.load(), 0u);  // the root's own copy
+  clients_.clear();
+  leaf.reset();
+}
+
+// A subscriber of the leaf asks for the track first, so the leaf pulls it from the publisher
+// (which announced its namespace there); the publisher's PUBLISH then joins that track at the
+// leaf, and still reaches the root, which serves the whole publication from its own copy.
+TEST_F(RelayServerTest, APublishJoiningATrackTheLeafIsPullingReachesTheRoot) {
+  auto leaf = StartLeaf(relay_->port());
+  ASSERT_NE(leaf, nullptr);
+  const moqt::FullTrackName name{{"kvcs-1", "scope", "pub1"}, "k.raw.s0"};
+  Pub pub = NewPublisher(leaf.get(), name);
+  ASSERT_NE(pub.client, nullptr);
+  std::optional<bool> announced;
+  ASSERT_TRUE(pub.client->session()
+                  .PublishNamespace(name.track_namespace,
+                                    [&](const auto& e) { announced = !e.has_value(); })
+                  .ok());
+  ASSERT_TRUE(RunUntil([&] { return announced.has_value(); }));
+  ASSERT_EQ(announced, true);
+  Produce(*pub.track, 0, 1, 3);
+  moqt::MoqtClient* early = Connect(nullptr, leaf.get());
+  ASSERT_NE(early, nullptr);
+  auto early_sub = SubscribeFromStart(early, name);
+  ASSERT_TRUE(RunUntil([&] { return early_sub->got.size() == 3; }));
+  EXPECT_EQ(leaf->relay().metrics().upstream_requests.load(), 1u);  // pulled from the publisher
+  auto offered = PublishAndWait(pub.client, name);
+  ASSERT_FALSE(offered->result->has_value());
+  EXPECT_EQ(leaf->relay().metrics().publish_joins.load(), 1u);
+  Produce(*pub.track, 1, 3, 3);
+  ASSERT_TRUE(pub.track->EndTrack().ok());
+  ASSERT_TRUE(RunUntil([&] { return offered->delivered.has_value(); }));
+  ASSERT_EQ(offered->delivered, true);
+  pub.client->Close(moqt::SessionError::kNoError, "done");
+  ASSERT_TRUE(RunUntil([&] {
+    return leaf->relay().metrics().upstream_publishes_delivered.load() == 1;
+  })) << "the root never held the leaf's PUBLISH";
+  EXPECT_EQ(leaf->relay().metrics().upstream_publishes.load(), 1u);
+  ASSERT_TRUE(RunUntil([&] { return early_sub->done.has_value(); }));
+  EXPECT_TRUE(early_sub->bytes == Expected(3, 3)) << early_sub->bytes.size() << " objects";
+
+  moqt::MoqtClient* sc = Connect(nullptr);
+  ASSERT_NE(sc, nullptr);
+  auto sub = SubscribeFromStart(sc, name);
+  ASSERT_TRUE(RunUntil([&] { return sub->done.has_value(); }));
+  EXPECT_TRUE(sub->done->track_ended);
+  EXPECT_TRUE(sub->bytes == Expected(3, 3)) << sub->bytes.size() << " objects";
   EXPECT_EQ(relay_->relay().metrics().upstream_requests.load(), 0u);  // the root's own copy
   clients_.clear();
   leaf.reset();

@@ -13,6 +13,7 @@
 #include "auth/token.h"
 #include "moqt_session/moqt_track_store.h"
 #include "relay/test_tools/test_signer.h"
+#include "relay/track_feed.h"
 #include "transport/test_tools/in_memory_session.h"
 #include "transport/test_tools/recording_session_visitor.h"
 
@@ -830,6 +831,62 @@ TEST(RelayTest, AFetchEndingInAGroupStillFillingIsAnsweredWithItsRealEnd) {
   EXPECT_EQ(fet->got, (std::vector<Location>{{0, 0}, {0, 1}, {0, 2}, {1, 0}, {1, 1}, {1, 2}}));
 }
 
+// The upstream's PUBLISH_DONE (counting the fill stream) arrives before the fill itself (held
+// back at the publisher): the feed waits for the fill and then completes the track, whole.
+TEST(RelayTest, AFillArrivingAfterTheUpstreamsPublishDoneStillCompletesTheTrack) {
+  Net net;
+  Node node(Opts("r1"));
+  bool holding = false;
+  std::set<transport::StreamId> seen, held;
+  transport::test::InMemoryOptions o;
+  o.hold = [&](transport::StreamId id) {
+    // Only the publisher's data streams (unidirectional); its request streams go on.
+    if (seen.insert(id).second && holding && (id & 2) != 0) held.insert(id);
+    return held.count(id) > 0;
+  };
+  Publisher pub;
+  pub.Start(net, node, kNs, {}, o);
+  pub.Produce(net, 0, 2, 3);
+  ASSERT_TRUE(pub.track->EndTrack().ok());
+  net.Run();
+  holding = true;  // the fill stream the relay's subscription gets
+  Subscription s = SubscribeFromStart(net, node, Name("k.raw.s0"));
+  holding = false;
+  ASSERT_FALSE(held.empty());
+  EXPECT_FALSE(s.sub->done.has_value());
+  EXPECT_EQ(node.relay.feeds_in_flight(), 1u);  // PUBLISH_DONE came; the feed waits for its fill
+  held.clear();
+  net.Run();
+  EXPECT_EQ(s.sub->got, All(2, 3));
+  ASSERT_TRUE(s.sub->done && s.sub->done->track_ended);
+  EXPECT_TRUE(s.sub->done->all_streams_received);
+  EXPECT_EQ(node.relay.feeds_in_flight(), 0u);
+  EXPECT_TRUE(node.relay.cache().Contains(kNs));  // complete: kept
+}
+
+// A feed whose upstream reports the track ended with every stream, while the fill the feed asked
+// for (the objects up to the upstream's Largest) never ended: the track is not complete with its
+// start missing; it fails, and nothing of it stays.
+TEST(RelayTest, ATrackEndedUpstreamBeforeItsFillEndedIsNotComplete) {
+  Relay relay(Opts("r1"));
+  auto track = std::make_shared<moqt::Track>(Name("k.raw.s0"), moqt::TrackOptions{});
+  auto feed = std::make_shared<TrackFeed>(&relay, track, nullptr, 0);
+  moqt::SubscribeOkInfo ok;
+  ok.largest = Location{0, 2};  // a fill of {0,0}..{0,2} owed
+  feed->OnSubscribeOk(ok);
+  std::optional<moqt::TrackResolution> answer;
+  feed->AddWaiter([&answer](moqt::TrackResolution r) { answer = std::move(r); });
+  ASSERT_TRUE(answer && answer->track);  // answered once the upstream answered
+  moqt::SubscriptionDone done;
+  done.track_ended = true;
+  done.all_streams_received = true;
+  done.status = static_cast<uint64_t>(moqt::PublishDoneCode::kTrackEnded);
+  feed->OnComplete(done);
+  ASSERT_TRUE(track->failure().has_value()) << "marked complete without its fill";
+  EXPECT_NE(track->failure()->second.find("fill"), std::string::npos) << track->failure()->second;
+  EXPECT_FALSE(track->ended());
+}
+
 // An upstream that stops delivering what it owes (the rest of a group, here held back on its
 // side, while the next group arrived) ends the relay's feed after the stall deadline (a fake
 // clock; Relay::OnTimer as RelayServer ticks it; twice that for the upstream relay): the downstream
@@ -1427,6 +1484,76 @@ TEST(RelayPublishTest, AnUpstreamPublishThatWouldLoopIsRefused) {
   // RelayServer does, or the publisher's announcement would be withdrawn on a freed session.
   a.relay.SetUpstream(nullptr);
   b.relay.SetUpstream(nullptr);
+}
+
+// A subscriber at leaf A asks for a track before its publisher PUBLISHes it: A pulls it from
+// the publisher (which announced its namespace at A), and the PUBLISH then joins that feed. The
+// PUBLISH goes on up all the same, once: the root holds the whole track after the publisher left,
+// in its own cache.
+TEST(RelayPublishTest, APublishJoiningATrackALeafIsPullingGoesOnToTheRoot) {
+  LeafUnderRoot t;
+  Net& net = t.net;
+  Node &root = t.root, &a = t.a;
+  Publisher& pub = t.pub;
+  Subscription early = SubscribeFromStart(net, a, Name("k.raw.s0"));
+  EXPECT_EQ(a.relay.metrics().upstream_requests.load(), 1u);  // pulled from the publisher
+  pub.Produce(net, 0, 1, 3);
+  auto k = std::make_shared<Offered>();
+  ASSERT_TRUE(pub.client.session->PublishTrack(Name("k.raw.s0"), {}, k).ok());
+  net.Run();
+  ASSERT_TRUE(k->result && !k->result->has_value());
+  EXPECT_EQ(a.relay.metrics().publish_joins.load(), 1u);
+  pub.Produce(net, 1, 3, 3);
+  ASSERT_TRUE(pub.track->EndTrack().ok());
+  net.Run();
+  ASSERT_EQ(k->delivered, true);
+  pub.client.session->Close(moqt::SessionError::kNoError, "done");
+  net.Run();
+  EXPECT_EQ(early.sub->got, All(3, 3));
+  ASSERT_TRUE(early.sub->done && early.sub->done->track_ended);
+  EXPECT_EQ(a.relay.metrics().upstream_publishes.load(), 1u);
+  EXPECT_EQ(a.relay.metrics().upstream_publishes_delivered.load(), 1u);
+  EXPECT_EQ(a.relay.upstream_publishes_pending(), 0u);
+  EXPECT_EQ(root.relay.metrics().publishes.load(), 1u);
+  EXPECT_TRUE(root.relay.cache().Contains(kNs)) << "the root never got the leaf's PUBLISH";
+  Subscription s = SubscribeFromStart(net, root, Name("k.raw.s0"));
+  EXPECT_EQ(s.sub->got, All(3, 3));  // each object once, its bytes checked
+  ASSERT_TRUE(s.sub->done && s.sub->done->track_ended);
+  EXPECT_EQ(root.relay.metrics().upstream_requests.load(), 0u);  // from the root's own copy
+}
+
+// The same join at a leaf whose feed pulls the track from its upstream relay (the track's
+// publisher is at the root): the root holds the track already, so the leaf sends nothing back up.
+TEST(RelayPublishTest, APublishJoiningATrackPulledFromTheUpstreamIsNotSentBackUp) {
+  Net net;
+  Node root(Opts("root")), a(LeafOpts("a"));
+  Client link = LinkUp(net, a, root);
+  net.Run();
+  Publisher origin;
+  origin.Start(net, root);
+  origin.Produce(net, 0, 1, 3);
+  Subscription early = SubscribeFromStart(net, a, Name("k.raw.s0"));
+  EXPECT_EQ(root.relay.metrics().upstream_requests.load(), 1u);  // A's pull reached the origin
+  Publisher second;  // a second publisher of the same track, at A
+  second.Start(net, a);
+  second.Produce(net, 0, 1, 3);
+  auto k = std::make_shared<Offered>();
+  ASSERT_TRUE(second.client.session->PublishTrack(Name("k.raw.s0"), {}, k).ok());
+  net.Run();
+  ASSERT_TRUE(k->result && !k->result->has_value());
+  EXPECT_EQ(a.relay.metrics().publish_joins.load(), 1u);
+  EXPECT_EQ(a.relay.metrics().upstream_publishes.load(), 0u);
+  EXPECT_EQ(a.relay.upstream_publishes_pending(), 0u);
+  for (Publisher* p : {&origin, &second}) {
+    p->Produce(net, 1, 2, 3);
+    ASSERT_TRUE(p->track->EndTrack().ok());
+  }
+  net.Run();
+  EXPECT_EQ(early.sub->got, All(2, 3));
+  ASSERT_TRUE(early.sub->done && early.sub->done->track_ended);
+  EXPECT_EQ(root.relay.metrics().publishes.load(), 0u);
+  EXPECT_EQ(a.relay.metrics().upstream_publishes.load(), 0u);
+  a.relay.SetUpstream(nullptr);  // the link's session goes before the relays
 }
 
 }  // namespace

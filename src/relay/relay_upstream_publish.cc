@@ -1,9 +1,13 @@
 // Relay: PUBLISHes accepted here sent on to the upstream relay (docs/protocols/relay.md
 // "PUBLISH up a tree"), so that a tree's root holds what any leaf was PUBLISHed.
 //
-//   - AcceptPublish queues every PUBLISH it accepts into a new cached track (not one joining a
-//     feed already filling the track: that feed's origin serves the tree already). The entry
-//     holds the track, so the cache never evicts it before the upstream has it.
+//   - AcceptPublish queues every PUBLISH it accepts into a new cached track, and one joining a
+//     feed that pulls the track from a publisher of this relay (a subscriber here asked first):
+//     no relay above holds that track, and nothing else would send it there. Not one joining a
+//     feed pulled from the upstream relay, which holds the track already (sending it back up
+//     would only join the root's own copy), nor one whose track is queued already: the root
+//     gets each track once. The entry holds the track, so the cache never evicts it before the
+//     upstream has it.
 //   - Once the publisher's PUBLISH is answered (the track's Largest Object is known, as a
 //     downstream subscriber joining the filling track would see it), the track is PUBLISHed on the
 //     upstream link, served from the cache like any subscription: the upstream asks for the

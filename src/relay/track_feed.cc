@@ -112,6 +112,14 @@ void TrackFeed::OnComplete(const moqt::SubscriptionDone& done) {
     Finish(false, moqt::PublishDoneCode::kInternalError, "upstream refused");
     return;
   }
+  if (done.track_ended && done.all_streams_received && !fill_done_) {
+    // The fill this feed asked for has not ended: the objects before the upstream's Largest are
+    // not all here, whatever the subscription says (the session waits for a fill it knows is
+    // coming; this is a publisher that ended the track without it).
+    Finish(false, moqt::PublishDoneCode::kInternalError,
+           "the upstream ended the track before its fill arrived");
+    return;
+  }
   if (done.track_ended && done.all_streams_received) {
     EndAtLargest();
     Finish(true, moqt::PublishDoneCode::kTrackEnded, "");
@@ -125,6 +133,7 @@ void TrackFeed::OnComplete(const moqt::SubscriptionDone& done) {
   }
   std::string why =
       done.session_closed ? "the upstream session ended" : "the upstream subscription ended early";
+  if (answered_ && !fill_done_) why += " (its fill did not arrive whole)";
   if (!done.reason.empty()) why += ": " + done.reason;
   const auto code = done.status ? moqt::PublishDoneCodeFromWire(*done.status)
                                 : moqt::PublishDoneCode::kInternalError;

@@ -47,6 +47,10 @@ class TrackFeed : public moqt::SubscribeVisitor, public std::enable_shared_from_
   // too: its stream then waits object by object for what is not known yet).
   void AddWaiter(moqt::TrackResolved done);
   void set_request_id(uint64_t id) { request_id_ = id; }
+  // The feed's subscription is to the upstream relay (a pull routed up the tree), not to a
+  // publisher here: the upstream holds the track already.
+  void set_from_upstream_relay(bool v) { from_upstream_relay_ = v; }
+  bool from_upstream_relay() const { return from_upstream_relay_; }
   moqt::MoqtSession* session() const { return session_; }
   const std::shared_ptr<moqt::Track>& track() const { return track_; }
   bool answered() const { return answered_; }
@@ -94,6 +98,7 @@ class TrackFeed : public moqt::SubscribeVisitor, public std::enable_shared_from_
   uint64_t request_id_ = 0;
   uint64_t deadline_ms_;
   bool answered_ = false;
+  bool from_upstream_relay_ = false;
   bool ended_ = false;
   std::optional<moqt::Location> upstream_largest_;
   bool fill_done_ = false;
