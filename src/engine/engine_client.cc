@@ -109,7 +109,7 @@ Result<std::unique_ptr<EngineClient>> EngineClient::Create(EngineClientOptions o
   co.shm_socket = c->options_.shm_socket;
   co.shm_buffer_bytes = c->options_.shm_buffer_bytes;
   co.shm_slots = 2;
-  co.verify_threads = 1;
+  co.verify_threads = 0;  // one per core (at most objcache::kMaxVerifyThreads)
   c->scope_id_ = kvsp::ScopeId(c->options_.scope_key);
   c->compat_id_ = kvsp::CompatId(c->options_.descriptor);
   c->chain_key_ = kvsp::ChainKey(c->options_.scope_key, c->compat_id_);

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <mutex>
 #include <numeric>
 #include <string>
 #include <utility>
@@ -34,6 +35,12 @@ uint64_t SteadyNowUs() {
   return std::chrono::duration_cast<std::chrono::microseconds>(
              std::chrono::steady_clock::now().time_since_epoch())
       .count();
+}
+
+// Whether a delivered block is one the engine takes: verified, and K and V one section each.
+bool Writable(const objcache::DeliveredBlock& b, uint64_t section) {
+  return b.status == objcache::BlockStatus::kPresent && b.k_len == section && b.v_len == section &&
+         b.data.size() == 2 * section;
 }
 
 std::string Ms(double ms) {
@@ -168,55 +175,82 @@ void LoadJob::Run() {
   uint32_t next = 0;
   Status result;
   try {
+    // Each verified block is written on the thread that checked its digest, while its bytes are
+    // in that core's cache (the client's verify threads, concurrently for a layer's blocks, once
+    // the whole layer is in). A layer is written whole or not at all: its first block decides,
+    // and a Cancel() meanwhile waits until the layer is complete.
+    auto on_block = [&](uint16_t layer, uint32_t i, const objcache::DeliveredBlock& b) {
+      if (layer >= layers_.size() || i >= block_ids_.size() || !Writable(b, section)) return;
+      {
+        std::lock_guard<std::mutex> l(write_mu_);
+        if (writing_layer_ != layer) {
+          if (cancel_.load() || layer != next) return;  // untouched: reported cancelled
+          writing_layer_ = layer;
+        }
+      }
+      const LayerTarget& t = layers_[layer];
+      ScatterSection(b.data.data(), layout_, shape, block_ids_[i], t.k);
+      ScatterSection(b.data.data() + section, layout_, shape, block_ids_[i], t.v);
+    };
+    auto on_layer = [&](const objcache::DeliveredLayer& dl) {
+      std::unique_lock<std::mutex> l(write_mu_);
+      // A layer some of whose blocks were written completes even if cancelled meanwhile.
+      const bool written = writing_layer_ == dl.layer;
+      if (!written && cancel_.load()) {
+        return EngineStatus(Code::kFailedPrecondition, EngineError::kCancelled, "load cancelled");
+      }
+      if (dl.layer != next || dl.layer >= layers_.size() || dl.blocks.size() != keys_.size()) {
+        return Status(Code::kInternal, "store stream does not match the request");
+      }
+      LayerState st;
+      std::string why;
+      for (uint32_t i = 0; i < dl.blocks.size(); ++i) {
+        const objcache::DeliveredBlock& b = dl.blocks[i];
+        if (!Writable(b, section)) {  // on_block wrote the others
+          st.failed.push_back(i);
+          if (why.empty()) {
+            why = "layer " + std::to_string(dl.layer) + " block " + std::to_string(i) + ": " +
+                  std::string(b.status == objcache::BlockStatus::kPresent
+                                  ? "unexpected section size"
+                                  : BlockStatusName(b.status));
+          }
+        }
+      }
+      if (!st.failed.empty()) {
+        st.status =
+            EngineStatus(Code::kCorruption, EngineError::kBlocksFailed,
+                         std::to_string(st.failed.size()) + " of " + std::to_string(keys_.size()) +
+                             " blocks failed (first: " + why + ")");
+      }
+      if (size_t{dl.layer} + 1 == layers_.size()) {
+        RecordDelivery(BlockBytes(keys_.size() - st.failed.size()));
+      }
+      CompleteLayer(dl.layer, std::move(st));
+      ++next;
+      if (written) {
+        writing_layer_ = kNoLayer;
+        write_cv_.notify_all();
+      }
+      if (cancel_.load()) {
+        return EngineStatus(Code::kFailedPrecondition, EngineError::kCancelled, "load cancelled");
+      }
+      return Status::Ok();
+    };
     // Retried on a fresh connection only when nothing was delivered yet.
     auto get = [&](objcache::Client& c) {
-      return c.AggregateGet(client_->bucket(), req, [&](const objcache::DeliveredLayer& dl) {
-        // Held while this layer is written: once Cancel() returned, nothing more is written.
-        std::lock_guard<std::mutex> writing(write_mu_);
-        if (cancel_.load()) {
-          return EngineStatus(Code::kFailedPrecondition, EngineError::kCancelled, "load cancelled");
-        }
-        if (dl.layer != next || dl.layer >= layers_.size() || dl.blocks.size() != keys_.size()) {
-          return Status(Code::kInternal, "store stream does not match the request");
-        }
-        LayerState st;
-        std::string why;
-        const LayerTarget& t = layers_[dl.layer];
-        for (uint32_t i = 0; i < dl.blocks.size(); ++i) {
-          const objcache::DeliveredBlock& b = dl.blocks[i];
-          if (b.status != objcache::BlockStatus::kPresent || b.k_len != section ||
-              b.v_len != section || b.data.size() != 2 * section) {
-            st.failed.push_back(i);
-            if (why.empty()) {
-              why = "layer " + std::to_string(dl.layer) + " block " + std::to_string(i) + ": " +
-                    std::string(b.status == objcache::BlockStatus::kPresent
-                                    ? "unexpected section size"
-                                    : BlockStatusName(b.status));
-            }
-            continue;
-          }
-          ScatterSection(b.data.data(), layout_, shape, block_ids_[i], t.k);
-          ScatterSection(b.data.data() + section, layout_, shape, block_ids_[i], t.v);
-        }
-        if (!st.failed.empty()) {
-          st.status = EngineStatus(Code::kCorruption, EngineError::kBlocksFailed,
-                                   std::to_string(st.failed.size()) + " of " +
-                                       std::to_string(keys_.size()) +
-                                       " blocks failed (first: " + why + ")");
-        }
-        if (size_t{dl.layer} + 1 == layers_.size()) {
-          RecordDelivery(BlockBytes(keys_.size() - st.failed.size()));
-        }
-        CompleteLayer(dl.layer, std::move(st));
-        ++next;
-        return Status::Ok();
-      });
+      return c.AggregateGet(client_->bucket(), req, on_layer, on_block);
     };
     auto r = client_->WithConnection(get, [&] { return next == 0 && !cancel_.load(); });
     if (!r.ok()) result = r.status();
   } catch (const std::exception& e) {
     result = Status(Code::kInternal, std::string("loader: ") + e.what());
   }
+  {
+    // No block is written from here on (the client calls on_block only inside AggregateGet).
+    std::lock_guard<std::mutex> l(write_mu_);
+    writing_layer_ = kNoLayer;
+  }
+  write_cv_.notify_all();
   if (!result.ok() || next < layers_.size()) {
     if (result.ok()) result = Status(Code::kInternal, "store stream ended early");
     if (cancel_.load()) {
@@ -283,8 +317,10 @@ Status LoadJob::BlockSources(uint32_t layer, std::vector<LoadSource>* sources) {
 
 void LoadJob::Cancel() {
   {
-    std::lock_guard<std::mutex> writing(write_mu_);
+    std::unique_lock<std::mutex> l(write_mu_);
     if (cancel_.exchange(true)) return;
+    // A layer being written completes first (CPU only: its bytes are all in).
+    write_cv_.wait(l, [&] { return writing_layer_ == kNoLayer; });
   }
   if (client_->moqt()) {
     // Runs before the destructor's own call on the link thread (tasks run in order).

@@ -119,7 +119,12 @@ class LoadJob {
   PagedLayout layout_;
   LoadPath path_ = LoadPath::kHttp;  // set before the load starts
   uint64_t start_us_ = 0;            // steady clock
-  std::mutex write_mu_;              // held while a layer is written into the engine's buffers
+  // Store path: guards writing_layer_ (the layer whose blocks are being written, kNoLayer when
+  // none), which Cancel waits to end. MOQT path: held while a layer is written.
+  static constexpr uint32_t kNoLayer = UINT32_MAX;
+  std::mutex write_mu_;
+  std::condition_variable write_cv_;
+  uint32_t writing_layer_ = kNoLayer;  // guarded by write_mu_
   std::atomic<bool> cancel_{false};
   std::atomic<bool> recorded_{false};  // RecordDelivery ran
   std::thread thread_;

@@ -474,6 +474,17 @@ Status StreamDecoder::Finish() const {
                 static_cast<int>(WireError::kTruncated));
 }
 
+size_t StreamDecoder::complete_blocks() const {
+  switch (state_) {
+    case State::kRecord:
+      return layer_.blocks.size();
+    case State::kData:
+      return layer_.blocks.size() - 1;  // the last one's bytes are still arriving
+    default:
+      return 0;
+  }
+}
+
 void StreamDecoder::Recycle(LayerEvent&& spent) {
   for (LayerBlock& b : spent.blocks) {
     if (spare_.size() >= header_.block_count) break;

@@ -220,6 +220,12 @@ class StreamDecoder {
   // 64 KiB buffers go back to the OS and faulting them in again cost as much as the copy. At most
   // one layer's worth (the header's block count) is kept.
   void Recycle(LayerEvent&& spent);
+  // The layer being decoded: its number and the blocks whose records arrived so far, of which the
+  // first complete_blocks() have all their bytes (0 between layers). A complete block's bytes stay
+  // where they are until its layer is handed over and recycled, so another thread may read them
+  // (through a span taken here, not through the LayerBlock) while the decoder goes on.
+  const LayerEvent& partial_layer() const { return layer_; }
+  size_t complete_blocks() const;
 
  private:
   enum class State { kHeader, kFrameType, kLayerHead, kRecord, kData, kEnd, kDone, kFailed };

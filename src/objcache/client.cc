@@ -11,7 +11,6 @@
 #include <chrono>
 #include <cstring>
 #include <ctime>
-#include <latch>
 #include <limits>
 #include <thread>
 
@@ -22,6 +21,7 @@
 #include "common/strings.h"
 #include "common/utc_time.h"
 #include "objcache/shm_buffer.h"
+#include "objcache/verify_queue.h"
 #include "s3/http_util.h"
 #include "s3/sigv4.h"
 
@@ -72,11 +72,10 @@ struct Client::Impl {
                                               : std::clamp(std::thread::hardware_concurrency(), 1u,
                                                            kMaxVerifyThreads)) {
     RandomBytes(reinterpret_cast<uint8_t*>(&shm_nonce), sizeof shm_nonce);
-    if (verify_threads > 1) verify_pool = std::make_unique<asio::thread_pool>(verify_threads - 1);
   }
   ~Impl() {
+    verify.reset();  // no verification still reads the shared buffer
     DropShm();
-    if (verify_pool) verify_pool->join();
   }
   ClientOptions options;
   asio::io_context io;
@@ -84,25 +83,9 @@ struct Client::Impl {
   beast::flat_buffer buffer;
   bool connected = false;
   const uint32_t verify_threads;
-  std::unique_ptr<asio::thread_pool> verify_pool;  // verify_threads - 1 helpers
-
-  // Runs fn(i) for i in [0, n) on the calling thread and the verify pool; returns when all ran.
-  template <typename Fn>
-  void ParallelFor(size_t n, Fn fn) {
-    std::atomic<size_t> next{0};
-    auto work = [&] {
-      for (size_t i; (i = next.fetch_add(1, std::memory_order_relaxed)) < n;) fn(i);
-    };
-    const size_t helpers = verify_pool ? std::min<size_t>(verify_threads - 1, n ? n - 1 : 0) : 0;
-    std::latch done(static_cast<ptrdiff_t>(helpers));
-    for (size_t t = 0; t < helpers; ++t)
-      asio::post(*verify_pool, [&] {
-        work();
-        done.count_down();
-      });
-    work();
-    done.wait();
-  }
+  // The digest checks of a delivered layer: this thread and verify_threads - 1 helpers, started
+  // by the first aggregated GET.
+  std::unique_ptr<VerifyQueue> verify;
 
   // Same-host delivery: the registered buffer and its registration connection (-1: none).
   std::unique_ptr<SharedBuffer> shm_buffer;
@@ -193,7 +176,7 @@ struct Client::Impl {
   }
 
   Result<AggregateStats> Aggregate(const std::string& bucket, AggregateRequest request,
-                                   const LayerCallback& on_layer);
+                                   const LayerCallback& on_layer, const BlockCallback& on_block);
 
   std::string HostHeader() const { return options.host + ":" + std::to_string(options.port); }
 
@@ -367,19 +350,21 @@ Status Client::CreateBucket(const std::string& bucket) {
 
 Result<AggregateStats> Client::AggregateGet(const std::string& bucket,
                                             const AggregateRequest& request,
-                                            const LayerCallback& on_layer) {
-  auto r = impl_->Aggregate(bucket, request, on_layer);
+                                            const LayerCallback& on_layer,
+                                            const BlockCallback& on_block) {
+  auto r = impl_->Aggregate(bucket, request, on_layer, on_block);
   // A store restarted since the registration no longer knows the buffer: register again, once.
   if (!r.ok() && impl_->shm_sock >= 0 &&
       r.status().message().find("ShmUnknownToken") != std::string::npos) {
     impl_->DropShm();
-    r = impl_->Aggregate(bucket, request, on_layer);
+    r = impl_->Aggregate(bucket, request, on_layer, on_block);
   }
   return r;
 }
 
 Result<AggregateStats> Client::Impl::Aggregate(const std::string& bucket, AggregateRequest request,
-                                               const LayerCallback& on_layer) {
+                                               const LayerCallback& on_layer,
+                                               const BlockCallback& on_block) {
   KVCS_RETURN_IF_ERROR(Connect());
   request.shm.reset();
   const bool shm = !options.shm_socket.empty();
@@ -432,7 +417,89 @@ Result<AggregateStats> Client::Impl::Aggregate(const std::string& bucket, Aggreg
   Status feed_status;
   bool header_seen = false;
   uint32_t layers_done = 0;
+  // The layer whose blocks are being verified: each block's record and bytes as published to
+  // the verify queue (sized once per layer: the helpers read entries while later ones are added),
+  // whether its digest failed, and whether on_block had it. Blocks are checked on verify_threads
+  // threads. on_block gets a block only once its whole layer is in (so that a caller may treat a
+  // layer's blocks as one unit): a block checked after that, on the thread that checked it; one
+  // checked while the layer was still arriving, in a second pass at the layer's end.
+  struct Pending {
+    bool begun = false;
+    uint16_t layer = 0;
+    size_t published = 0;
+    std::atomic<bool> complete{false};  // every block of the layer is in
+    std::vector<BlockRecord> records;
+    std::vector<ByteSpan> data;
+    std::vector<uint8_t> bad;
+    std::vector<uint8_t> handed;  // on_block had it
+  } pending;
+  if (!verify) verify = std::make_unique<VerifyQueue>(verify_threads - 1);
+  // Declared after everything the verification reads: on every way out, no block is still being
+  // checked when the decoder's buffers or the shared buffer's records go away.
+  struct AbandonOnExit {
+    VerifyQueue* q;
+    ~AbandonOnExit() { q->Abandon(); }
+  } abandon_on_exit{verify.get()};
+  const size_t block_count = request.block_keys.size();
+  // Hands block i to on_block if it is present and verified.
+  auto hand = [&pending, &on_block](size_t i) {
+    const BlockRecord& r = pending.records[i];
+    if (!on_block || pending.bad[i] || r.status != BlockStatus::kPresent) return;
+    on_block(pending.layer, static_cast<uint32_t>(i),
+             DeliveredBlock{r.status, r.k_len, r.v_len, pending.data[i]});
+    pending.handed[i] = 1;
+  };
+  auto begin_layer = [&](uint16_t layer) {
+    pending.begun = true;
+    pending.layer = layer;
+    pending.published = 0;
+    pending.complete = false;
+    pending.records.assign(block_count, BlockRecord{});
+    pending.data.assign(block_count, ByteSpan{});
+    pending.bad.assign(block_count, 0);
+    pending.handed.assign(block_count, 0);
+    verify->Begin(block_count, [&pending, &hand](size_t i) {
+      pending.bad[i] = !VerifyBlockBytes(pending.records[i], pending.data[i]).ok();
+      if (pending.complete.load(std::memory_order_acquire)) hand(i);
+    });
+  };
+  // Ends the layer's verification: every block checked and, once, handed to on_block.
+  auto finish_layer = [&] {
+    verify->Finish();
+    pending.begun = false;
+    if (!on_block) return;
+    bool late = false;
+    for (size_t i = 0; i < block_count && !late; ++i)
+      late = !pending.handed[i] && !pending.bad[i] &&
+             pending.records[i].status == BlockStatus::kPresent;
+    if (!late) return;
+    verify->Begin(block_count, [&pending, &hand](size_t i) {
+      if (!pending.handed[i]) hand(i);
+    });
+    verify->Finish();
+  };
+  // Hands blocks [pending.published, upto) of the layer to the verify queue.
+  auto publish = [&](const std::vector<LayerBlock>& blocks, size_t upto) -> Status {
+    if (upto > block_count || blocks.size() < upto)
+      return Internal("aggregate: more blocks than the request's");
+    for (size_t i = pending.published; i < upto; ++i) {
+      const LayerBlock& b = blocks[i];
+      pending.records[i] = b.record;
+      if (b.record.status != BlockStatus::kPresent) continue;
+      pending.data[i] = b.data;
+      if (shm) {  // in the shared buffer; the decoder bounded the lengths, not the offset
+        const uint64_t len = b.record.k_len + b.record.v_len, size = shm_buffer->size();
+        if (b.shm_offset > size || len > size - b.shm_offset)
+          return InvalidArgument("aggregate: block bytes outside the shared buffer");
+        pending.data[i] = ByteSpan(shm_buffer->data() + b.shm_offset, len);
+      }
+    }
+    pending.published = std::max(pending.published, upto);
+    verify->Publish(pending.published);
+    return Status::Ok();
+  };
   auto fail = [&](Status st) {
+    verify->Abandon();
     Close();
     if (shm) ShmTell(ShmMessageType::kCancel, 0);  // the store stops writing into the buffer
     return st;
@@ -498,39 +565,31 @@ Result<AggregateStats> Client::Impl::Aggregate(const std::string& bucket, Aggreg
           return fail(InvalidArgument("aggregate: stream header does not match the request"));
         header_seen = true;
       } else if (auto* l = std::get_if<LayerEvent>(&ev)) {
+        if (!pending.begun) {
+          begin_layer(l->layer);
+        } else if (pending.layer != l->layer) {
+          return fail(Internal("aggregate: verified blocks of another layer"));
+        }
+        pending.complete.store(true, std::memory_order_release);
+        if (Status bs = publish(l->blocks, l->blocks.size()); !bs.ok()) return fail(bs);
+        finish_layer();
         DeliveredLayer dl;
         dl.layer = l->layer;
         dl.blocks.resize(l->blocks.size());
         for (size_t i = 0; i < l->blocks.size(); ++i) {
-          const LayerBlock& b = l->blocks[i];
+          const BlockRecord& r = pending.records[i];
           DeliveredBlock& db = dl.blocks[i];
-          db.status = b.record.status;
-          if (b.record.status != BlockStatus::kPresent) continue;
-          db.k_len = b.record.k_len;
-          db.v_len = b.record.v_len;
-          db.data = b.data;
-          if (shm) {  // in the shared buffer; the decoder bounded the lengths, not the offset
-            const uint64_t len = b.record.k_len + b.record.v_len, size = shm_buffer->size();
-            if (b.shm_offset > size || len > size - b.shm_offset)
-              return fail(InvalidArgument("aggregate: block bytes outside the shared buffer"));
-            db.data = ByteSpan(shm_buffer->data() + b.shm_offset, len);
-          }
-        }
-        // Every present block's digest, on verify_threads threads; a mismatch is handed over as
-        // corrupt with no data.
-        std::vector<uint8_t> bad(dl.blocks.size(), 0);
-        ParallelFor(dl.blocks.size(), [&](size_t i) {
-          bad[i] = !VerifyBlockBytes(l->blocks[i].record, dl.blocks[i].data).ok();
-        });
-        for (size_t i = 0; i < dl.blocks.size(); ++i) {
-          DeliveredBlock& db = dl.blocks[i];
-          if (db.status != BlockStatus::kPresent) continue;
-          if (bad[i]) {
-            db = DeliveredBlock{BlockStatus::kCorrupt, 0, 0, {}};
+          db.status = r.status;
+          if (r.status != BlockStatus::kPresent) continue;
+          if (pending.bad[i]) {  // handed over as corrupt with no data
+            db.status = BlockStatus::kCorrupt;
             ++stats.corrupt_blocks;
-          } else {
-            stats.payload_bytes += db.data.size();
+            continue;
           }
+          db.k_len = r.k_len;
+          db.v_len = r.v_len;
+          db.data = pending.data[i];
+          stats.payload_bytes += db.data.size();
         }
         Status cb = on_layer(dl);
         double t = Since(t0);
@@ -543,6 +602,15 @@ Result<AggregateStats> Client::Impl::Aggregate(const std::string& bucket, Aggreg
     }
     events.clear();
     if (!feed_status.ok()) return fail(feed_status);
+    // Inline delivery: the blocks of the layer still arriving that are complete go to the
+    // helpers now, so that hashing overlaps the receive of the rest.
+    if (const size_t n = shm ? 0 : decoder.complete_blocks(); n > 0) {
+      const LayerEvent& partial = decoder.partial_layer();
+      if (!pending.begun) begin_layer(partial.layer);
+      if (pending.layer != partial.layer)
+        return fail(Internal("aggregate: verified blocks of another layer"));
+      if (Status bs = publish(partial.blocks, n); !bs.ok()) return fail(bs);
+    }
   }
   Status fin = decoder.Finish();
   if (!fin.ok() || !header_seen) return fail(fin.ok() ? InvalidArgument("no header") : fin);

@@ -7,6 +7,11 @@
 // every present block's digest before calling the callback: a block whose bytes do not match is
 // handed over as kCorrupt with no data, never as data. The callback runs on the calling thread
 // before the next layer is read from the socket; the spans it sees are valid only during the call.
+// Digests are checked on verify_threads threads; with inline delivery a block is checked as soon
+// as its bytes are in, while the rest of its layer is still received. An optional block callback
+// gets each verified block once its whole layer is in, before the layer callback: on the thread
+// that checked it when that was after the layer was in (to use its bytes while they are in that
+// core's cache: a same-host layer, or the blocks checked last), else spread over the threads.
 //
 // Not thread-safe: one Client per thread.
 #ifndef KVCS_OBJCACHE_CLIENT_H_
@@ -40,9 +45,10 @@ struct ClientOptions {
   uint64_t shm_buffer_bytes = 256ull << 20;
   // Layers in the buffer at once: with 2 the store fills layer l+1 while the engine uses layer l.
   uint32_t shm_slots = 2;
-  // Threads that verify a delivered layer's digests (the calling thread is one of them); 0 = one
-  // per core, at most kMaxVerifyThreads. SHA-256 runs at ~1.4 GB/s per core with SHA-NI, so one
-  // thread caps a same-host delivery at that rate.
+  // Threads that verify a delivered layer's digests (the calling thread is one of them; the
+  // others are started by the first AggregateGet); 0 = one per core, at most kMaxVerifyThreads.
+  // SHA-256 runs at ~1.4 GB/s per core with SHA-NI, so one thread caps a same-host delivery at
+  // that rate.
   uint32_t verify_threads = 0;
 };
 inline constexpr uint32_t kMaxVerifyThreads = 8;
@@ -62,6 +68,13 @@ struct DeliveredLayer {
 };
 // Return non-OK to stop the transfer (the connection is then closed).
 using LayerCallback = std::function<Status(const DeliveredLayer&)>;
+// A present block of `layer` whose digest verified (block: its index in the request), once every
+// block of the layer was received and before that layer's LayerCallback (so the calls of one
+// layer take CPU time only, never a wait for the network); its data is valid only during the
+// call. Runs on any of the verify threads, concurrently for different blocks of the layer; must
+// not throw.
+using BlockCallback =
+    std::function<void(uint16_t layer, uint32_t block, const DeliveredBlock& verified)>;
 
 struct AggregateStats {
   uint64_t body_bytes = 0;         // response body bytes received
@@ -102,8 +115,10 @@ class Client {
   // callback error. Corrupt blocks do not fail the call; they are counted and reported.
   // Delivered through the shared buffer when options.shm_socket is set (request.shm is ignored:
   // the client fills it in).
+  // on_block, when given, also gets every verified block (see BlockCallback).
   Result<AggregateStats> AggregateGet(const std::string& bucket, const AggregateRequest& request,
-                                      const LayerCallback& on_layer);
+                                      const LayerCallback& on_layer,
+                                      const BlockCallback& on_block = {});
 
   // POST /<bucket>?kvcs-aggregate-put with the given containers (each one KVSP container).
   // The body is streamed (UNSIGNED-PAYLOAD: the server verifies every container's digests).

@@ -5,6 +5,8 @@
 
 #include <unistd.h>
 
+#include <map>
+#include <mutex>
 #include <set>
 
 #include <nlohmann/json.hpp>
@@ -100,16 +102,32 @@ AggregateRequest ExtensionFixture::Req(std::vector<Digest> keys, uint32_t first,
 Result<std::vector<ExtensionFixture::Got>> ExtensionFixture::Get(const AggregateRequest& r,
                                                                  AggregateStats* stats) {
   std::vector<Got> got;
-  auto s = client_->AggregateGet(kBucket, r, [&](const DeliveredLayer& l) {
-    Got g{l.layer, {}, {}};
-    for (const auto& b : l.blocks) {
-      g.status.push_back(b.status);
-      g.data.emplace_back(b.data.begin(), b.data.end());
-    }
-    got.push_back(std::move(g));
-    return Status::Ok();
-  });
+  std::mutex mu;  // the block callback runs on the client's verify threads
+  std::map<std::pair<uint16_t, uint32_t>, Bytes> seen;
+  bool twice = false;
+  auto s = client_->AggregateGet(
+      kBucket, r,
+      [&](const DeliveredLayer& l) {
+        Got g{l.layer, {}, {}, {}};
+        std::lock_guard<std::mutex> lock(mu);
+        for (uint32_t i = 0; i < l.blocks.size(); ++i) {
+          const DeliveredBlock& b = l.blocks[i];
+          g.status.push_back(b.status);
+          g.data.emplace_back(b.data.begin(), b.data.end());
+          auto it = seen.find({l.layer, i});
+          g.verified.push_back(it == seen.end() ? Bytes{} : std::move(it->second));
+          if (it != seen.end()) seen.erase(it);
+        }
+        got.push_back(std::move(g));
+        return Status::Ok();
+      },
+      [&](uint16_t layer, uint32_t block, const DeliveredBlock& b) {
+        std::lock_guard<std::mutex> lock(mu);
+        twice |=
+            !seen.emplace(std::make_pair(layer, block), Bytes(b.data.begin(), b.data.end())).second;
+      });
   if (!s.ok()) return s.status();
+  if (twice || !seen.empty()) return Internal("block callback twice, or after its layer's");
   if (stats) *stats = *s;
   return got;
 }
@@ -153,6 +171,7 @@ TEST_P(ExtensionCases, PutThenGetAllPresentLayerMajor) {
     for (uint32_t b = 0; b < kBlocks; ++b) {
       EXPECT_EQ((*got)[l].status[b], BlockStatus::kPresent);
       EXPECT_EQ((*got)[l].data[b], SyntheticLayerBytes(cache_, b, l)) << "block " << b;
+      EXPECT_EQ((*got)[l].verified[b], (*got)[l].data[b]) << "block " << b;
     }
   }
   EXPECT_EQ(stats.corrupt_blocks, 0u);
@@ -242,14 +261,17 @@ TEST_P(ExtensionCases, StoredCorruptionNeverReachesTheCallback) {
       if (g.layer == 2 && b == 3) {
         EXPECT_EQ(g.status[b], BlockStatus::kCorrupt);
         EXPECT_TRUE(g.data[b].empty());
+        EXPECT_TRUE(g.verified[b].empty());  // never handed to the block callback either
       } else {
         EXPECT_EQ(g.data[b], SyntheticLayerBytes(cache_, b, g.layer));
+        EXPECT_EQ(g.verified[b], g.data[b]);
       }
     }
   auto k = Get(Req({cache_.block_keys[3]}, 2, 1, Components::kK));
   ASSERT_TRUE(k.ok());
   EXPECT_EQ((*k)[0].status[0], BlockStatus::kCorrupt);
   EXPECT_TRUE((*k)[0].data[0].empty());
+  EXPECT_TRUE((*k)[0].verified[0].empty());
 }
 
 // Bad requests get S3 errors, not streams; a wrong secret is refused by SigV4.

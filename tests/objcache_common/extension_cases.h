@@ -74,11 +74,14 @@ class ExtensionFixture : public ::testing::Test {
   void PutAll();
   AggregateRequest Req(std::vector<Digest> keys, uint32_t first, uint32_t count,
                        Components c = Components::kKV) const;
-  // Every delivered layer, copied.
+  // Every delivered layer, copied; and per block the bytes the client's block callback got before
+  // the layer's callback (empty if it was not called). Get fails if the block callback ran twice
+  // for a block or after its layer's callback.
   struct Got {
     uint16_t layer;
     std::vector<BlockStatus> status;
     std::vector<Bytes> data;
+    std::vector<Bytes> verified;
   };
   Result<std::vector<Got>> Get(const AggregateRequest& r, AggregateStats* stats = nullptr);
   Bytes K(uint32_t block, uint32_t layer) const;
