@@ -23,8 +23,8 @@ struct SaveJob::Publication : std::enable_shared_from_this<Publication> {
   stream::Publisher* pub = nullptr;  // kept by the link
   uint64_t section = 0;
   std::map<uint32_t, std::shared_ptr<const Bytes>> pending;  // saved, not yet fully published
-  uint64_t next_block = 0;     // of the layer pub->next_layer(), when it is pending
-  bool scheduled = false;      // a PublishNext task is queued on the link
+  uint64_t next_block = 0;  // of the layer pub->next_layer(), when it is pending
+  bool scheduled = false;   // a PublishOne task is queued on the link
   Status error;
 
   void Offer(uint32_t layer, std::shared_ptr<const Bytes> data) {
@@ -149,9 +149,8 @@ Status SaveJob::SaveLayer(uint32_t layer, const LayerTarget& b) {
   saved_[layer] = true;
   if (client_->has_store()) layers_[layer] = data;
   if (pub_) {
-    client_->moqt()->Post([p = pub_, layer, data = std::move(data)]() mutable {
-      p->Offer(layer, std::move(data));
-    });
+    client_->moqt()->Post(
+        [p = pub_, layer, data = std::move(data)]() mutable { p->Offer(layer, std::move(data)); });
   }
   return Status::Ok();
 }
