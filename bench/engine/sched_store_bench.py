@@ -17,13 +17,28 @@ compute, stall target and arrival window), so the cap becomes 200 Gbit/s / 64 / 
 store's read window is one 4K layer (--read-window-bytes 256 KiB) so that pacing is per layer, as
 in the simulator. Both policies run on the same arrivals, each against a fresh store.
 
+The time scale keeps the fluid dynamics only while the real per-request costs (connection,
+request, probing the containers, the first window's read and copy: tens of ms on a busy 2-core
+VM) are small against the scaled transfers; a larger --time-scale (cap down, compute, stall
+target and arrival window up) makes them so. Added TTFT counts from the engine's arrival (before
+kvcs_load_start), so the start's own cost is in it. With --sim (build/release/bench/sched/
+kvcs_sched_bench) the exact scaled workload (the arrivals, blocks, bytes per block-layer as the
+store paces them, records included, compute and stall target of every request, the scaled cap) is
+also run through the fluid simulator, and its ratio printed beside the real one. --json FILE writes every request's figures.
+
 usage: PYTHONPATH=python:build/release/python /usr/bin/python3 bench/engine/sched_store_bench.py \\
            build/release/src/cli/kvcs [--short 30] [--long 2] [--byte-scale 64] [--time-scale 4]
            [--cap-gbps 200] [--window-ms 2000] [--stall-us 200] [--seed 1]
+           [--read-window-bytes N] [--sim build/release/bench/sched/kvcs_sched_bench]
+           [--json FILE]
 """
 import argparse
+import json
+import os
 import statistics
+import subprocess
 import sys
+import tempfile
 import threading
 import time
 
@@ -34,6 +49,7 @@ from kvcs.dev_store import StoreProcess
 from ttft_bench import B, LAYERS, h100_layer_seconds, pipelined
 
 FULL_TOKEN_LAYER_BYTES = 2 * 8 * 128 * 2  # K+V, 8 KV heads x 128, bf16: 4 KiB
+BLOCK_RECORD_BYTES = 52  # src/objcache/aggregate_wire.h kBlockRecordBytes
 SHAPES = {64: (1, 16), 8: (1, 128), 1: (8, 128)}  # byte scale -> (kv heads, head dim)
 
 
@@ -52,10 +68,8 @@ def arrivals(n, window, seed):
 
 def run_policy(a, policy, requests):
     heads, dim = SHAPES[a.byte_scale]
-    cap = a.cap_gbps * 1e9 / 8 / a.byte_scale / a.time_scale
-    window = (256 << 10) * 64 // a.byte_scale  # one 4K layer
-    args = ["--bandwidth-cap=%d" % cap, "--bandwidth-policy=" + policy,
-            "--read-window-bytes=%d" % window]
+    args = ["--bandwidth-cap=%d" % scaled_cap(a), "--bandwidth-policy=" + policy,
+            "--read-window-bytes=%d" % read_window(a)]
     with StoreProcess(a.kvcs, args) as store:
         d = dict(model="meta-llama/Llama-3.1-8B", model_rev="sched-bench", tokenizer_rev="bench",
                  attn="gqa", layers=LAYERS, kv_heads=heads, head_dim=dim, kv_dtype="bf16",
@@ -86,18 +100,26 @@ def run_policy(a, policy, requests):
         start = time.perf_counter() + 0.2
 
         def engine(r):
-            time.sleep(max(0, start + r["arrival"] - time.perf_counter()))
+            arrive = start + r["arrival"]
+            time.sleep(max(0, arrive - time.perf_counter()))
+            t0 = time.perf_counter()
             ld = clients[r["context"]].load(prompts[r["context"]], 0,
                                             list(range(r["context"] // B)), r["dst"], layout)
+            t1 = time.perf_counter()
 
             def wait(l):
                 if ld.wait_layer(l):
                     raise RuntimeError("blocks failed")
 
-            ttft, _ = pipelined(wait, LAYERS, r["compute"])
+            ttft, first, last = pipelined(wait, LAYERS, r["compute"])
             ld.finish()
             ld.close()
-            r["added"] = ttft - LAYERS * r["compute"]
+            # From the arrival: the sleep's overshoot (t0 - arrive) and the start (t1 - t0) count.
+            r["added"] = t1 + ttft - arrive - LAYERS * r["compute"]
+            r["late"] = t0 - arrive
+            r["start"] = t1 - t0
+            r["first"] = t1 + first - arrive
+            r["last"] = t1 + last - arrive
 
         threads = [threading.Thread(target=engine, args=(r,)) for r in requests]
         for t in threads:
@@ -106,7 +128,46 @@ def run_policy(a, policy, requests):
             t.join()
         for r in requests:
             del r["dst"]
-        return {r["id"]: r["added"] for r in requests}
+        return {r["id"]: r for r in requests}
+
+
+def scaled_cap(a):
+    """The cap in bytes/s at the byte and time scale."""
+    return a.cap_gbps * 1e9 / 8 / a.byte_scale / a.time_scale
+
+
+def read_window(a):
+    return a.read_window_bytes or (256 << 10) * 64 // a.byte_scale  # default: one 4K layer
+
+
+def simulate(a, base):
+    """The fluid simulator on the exact scaled workload: {policy: (all, 4K, 64K) mean, s}."""
+    heads, dim = SHAPES[a.byte_scale]
+    # What the store paces per block and layer: K+V (bf16) and the block's 52-byte record (5 % at
+    # byte scale 64; the 8-byte layer frame head is left out).
+    block_layer = B * heads * dim * 2 * 2 + BLOCK_RECORD_BYTES
+    with tempfile.NamedTemporaryFile("w", suffix=".txt", delete=False) as f:
+        f.write("# arrival_s blocks layers block_layer_bytes compute_s stall_s\n")
+        for r in base:
+            f.write("%.9f %d %d %d %.9f %.9f\n" % (r["arrival"], r["context"] // B, LAYERS,
+                                                   block_layer, r["compute"],
+                                                   a.stall_us * 1e-6 * a.time_scale))
+        path = f.name
+    try:
+        out = subprocess.run([a.sim, "--workload", path, "--cap-bytes", "%.3f" % scaled_cap(a)],
+                             check=True, capture_output=True, text=True).stdout
+    finally:
+        os.unlink(path)
+    res = {}
+    for line in out.splitlines():
+        f = line.split()
+        if f and f[0] in ("equal-share", "stall-target/least-slack-first"):
+            res[f[0].split("/")[0]] = tuple(float(x) / 1e3 for x in f[1:4])
+    return res
+
+
+def load_average():
+    return open("/proc/loadavg").read().split()[0]
 
 
 def main():
@@ -120,6 +181,10 @@ def main():
     ap.add_argument("--window-ms", type=float, default=2000, help="full-scale arrival window")
     ap.add_argument("--stall-us", type=float, default=200, help="full-scale stall target")
     ap.add_argument("--seed", type=int, default=1)
+    ap.add_argument("--read-window-bytes", type=int, default=0,
+                    help="the store's read window (default: one 4K layer)")
+    ap.add_argument("--sim", help="kvcs_sched_bench: also simulate the same scaled workload")
+    ap.add_argument("--json", help="write every request's figures here")
     a = ap.parse_args()
     ctxs = [65536] * a.long + [4096] * a.short
     arr = arrivals(len(ctxs), a.window_ms / 1e3 * a.time_scale, a.seed)
@@ -132,25 +197,43 @@ def main():
              a.time_scale, h100_layer_seconds(4096, 512) * a.time_scale * 1e3,
              h100_layer_seconds(65536, 8192) * a.time_scale * 1e3, a.time_scale,
              a.stall_us * a.time_scale))
+    print("read window %d B; load average %s" % (read_window(a), load_average()))
     results = {}
     for policy in ("equal-share", "stall-target"):
         reqs = [dict(r) for r in base]
         t = time.perf_counter()
         results[policy] = run_policy(a, policy, reqs)
-        print("  %s: ran in %.1f s" % (policy, time.perf_counter() - t))
-    print("%-14s %12s %12s %12s   (added TTFT, ms at the scaled time; / %.0f for full scale)"
-          % ("policy", "mean", "4K mean", "64K mean", a.time_scale))
+        print("  %s: ran in %.1f s, load average %s"
+              % (policy, time.perf_counter() - t, load_average()))
+    sim = simulate(a, base) if a.sim else {}
+
+    def mean(xs):
+        return statistics.mean(xs) if xs else 0.0
+
+    print("%-14s %10s %10s %10s %10s %10s   (ms at the scaled time; / %g for full scale)"
+          % ("policy", "mean", "4K mean", "64K mean", "4K start", "4K first", a.time_scale))
     means = {}
-    for policy, added in results.items():
-        allv = list(added.values())
-        short = [added[r["id"]] for r in base if r["context"] == 4096]
-        long_ = [added[r["id"]] for r in base if r["context"] == 65536]
-        means[policy] = statistics.mean(allv)
-        print("%-14s %12.1f %12.1f %12.1f" % (policy, means[policy] * 1e3,
-                                              statistics.mean(short) * 1e3 if short else 0,
-                                              statistics.mean(long_) * 1e3 if long_ else 0))
+    for policy, reqs in results.items():
+        short = [r for r in reqs.values() if r["context"] == 4096]
+        long_ = [r for r in reqs.values() if r["context"] == 65536]
+        means[policy] = mean([r["added"] for r in reqs.values()])
+        print("%-14s %10.1f %10.1f %10.1f %10.1f %10.1f"
+              % (policy, means[policy] * 1e3, mean([r["added"] for r in short]) * 1e3,
+                 mean([r["added"] for r in long_]) * 1e3, mean([r["start"] for r in short]) * 1e3,
+                 mean([r["first"] for r in short]) * 1e3))
+        if policy in sim:
+            print("%-14s %10.1f %10.1f %10.1f   (simulator, same workload)"
+                  % ("", *(x * 1e3 for x in sim[policy])))
     print("ratio equal-share / stall-target: %.2fx"
-          % (means["equal-share"] / max(means["stall-target"], 1e-9)))
+          % (means["equal-share"] / max(means["stall-target"], 1e-9)), end="")
+    if sim:
+        print("; simulator on the same workload: %.2fx"
+              % (sim["equal-share"][0] / max(sim["stall-target"][0], 1e-12)), end="")
+    print()
+    if a.json:
+        with open(a.json, "w") as f:
+            json.dump(dict(args=vars(a), sim=sim,
+                           runs={p: list(r.values()) for p, r in results.items()}), f, indent=1)
     return 0
 
 

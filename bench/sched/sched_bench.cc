@@ -7,10 +7,17 @@
 //
 // Usage: kvcs_sched_bench [--cap-gbps G] [--long N] [--short N] [--window-ms W]
 //                         [--stall-us S] [--seed X] [--new-fraction F] [--verbose]
+//        kvcs_sched_bench --workload FILE --cap-bytes C [--verbose]
+// --workload runs the given requests instead (one a line: arrival_s blocks layers
+// block_layer_bytes compute_per_layer_s stall_target_s; bench/engine/sched_store_bench.py writes
+// the scaled workload it runs on the real store) under a cap of C bytes/s, and prints the table
+// only (no cap sweep).
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <fstream>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -33,6 +40,8 @@ struct Config {
   double new_fraction = 0.125;  // suffix tokens computed per request, as a fraction of context
   uint64_t seed = 1;
   bool verbose = false;
+  std::string workload;  // a file of requests instead of the generated mix
+  double cap_bytes = 0;  // with --workload: the cap, bytes/s
 };
 
 uint64_t Next(uint64_t& s) {  // splitmix64: deterministic, no <random> distribution drift
@@ -62,17 +71,59 @@ std::vector<SimRequest> Workload(const Config& c) {
   return rs;
 }
 
+void PrintWorkload(const Config& c) {
+  ComputeModel m;
+  std::printf(
+      "workload: %d x 64K + %d x 4K contexts over %.0f ms, cap %.1f Gbit/s, stall target "
+      "%.0f us\n",
+      c.long_requests, c.short_requests, c.window_ms, c.cap_gbps, c.stall_us);
+  std::printf(
+      "per-layer: 4K b=%.1f MiB c=%.2f ms (hide rate %.1f GB/s); 64K b=%.1f MiB "
+      "c=%.2f ms (hide rate %.1f GB/s)\n",
+      256 * kBlockLayerBytes / 1048576, m.PerLayer(4096, 4096 * c.new_fraction) * 1e3,
+      256 * kBlockLayerBytes / m.PerLayer(4096, 4096 * c.new_fraction) / 1e9,
+      4096 * kBlockLayerBytes / 1048576, m.PerLayer(65536, 65536 * c.new_fraction) * 1e3,
+      4096 * kBlockLayerBytes / m.PerLayer(65536, 65536 * c.new_fraction) / 1e9);
+}
+
 struct Summary {
   double mean_short = 0, mean_long = 0, mean_all = 0, p99ish_max = 0;
 };
 
+// Reads --workload's requests; false (and a message) on a malformed line.
+bool ReadWorkload(const std::string& path, std::vector<SimRequest>* rs) {
+  std::ifstream in(path);
+  if (!in) {
+    std::fprintf(stderr, "cannot read %s\n", path.c_str());
+    return false;
+  }
+  std::string line;
+  while (std::getline(in, line)) {
+    if (line.empty() || line[0] == '#') continue;
+    std::istringstream ls(line);
+    SimRequest r;
+    r.id = rs->size();
+    if (!(ls >> r.arrival >> r.blocks >> r.layers >> r.block_layer_bytes >> r.compute_per_layer >>
+          r.stall_target)) {
+      std::fprintf(stderr, "%s: malformed line: %s\n", path.c_str(), line.c_str());
+      return false;
+    }
+    rs->push_back(r);
+  }
+  return true;
+}
+
+// "Short" requests are those of the fewest blocks (the 4K contexts), "long" the others.
 Summary Summarize(const std::vector<SimRequest>& rs, const std::vector<SimResult>& res) {
   Summary s;
   int ns = 0, nl = 0;
+  uint32_t short_blocks = UINT32_MAX;
+  for (const SimRequest& r : rs) short_blocks = std::min(short_blocks, r.blocks);
   for (size_t i = 0; i < rs.size(); ++i) {
     double a = res[i].added_ttft;
-    (rs[i].blocks == 256 ? s.mean_short : s.mean_long) += a;
-    (rs[i].blocks == 256 ? ns : nl)++;
+    const bool is_short = rs[i].blocks == short_blocks;
+    (is_short ? s.mean_short : s.mean_long) += a;
+    (is_short ? ns : nl)++;
     s.mean_all += a;
     s.p99ish_max = std::max(s.p99ish_max, a);
   }
@@ -111,28 +162,34 @@ int main(int argc, char** argv) {
       c.seed = static_cast<uint64_t>(val());
     else if (a == "--verbose")
       c.verbose = true;
+    else if (a == "--workload" && i + 1 < argc)
+      c.workload = argv[++i];
+    else if (a == "--cap-bytes")
+      c.cap_bytes = val();
     else {
       std::fprintf(stderr,
                    "usage: %s [--cap-gbps G] [--long N] [--short N] [--window-ms W] "
-                   "[--stall-us S] [--new-fraction F] [--seed X] [--verbose]\n",
-                   argv[0]);
+                   "[--stall-us S] [--new-fraction F] [--seed X] [--verbose]\n"
+                   "       %s --workload FILE --cap-bytes C [--verbose]\n",
+                   argv[0], argv[0]);
       return 2;
     }
   }
-  const double cap = c.cap_gbps * 1e9 / 8;
-  std::vector<SimRequest> rs = Workload(c);
-  ComputeModel m;
-  std::printf(
-      "workload: %d x 64K + %d x 4K contexts over %.0f ms, cap %.1f Gbit/s, stall target "
-      "%.0f us\n",
-      c.long_requests, c.short_requests, c.window_ms, c.cap_gbps, c.stall_us);
-  std::printf(
-      "per-layer: 4K b=%.1f MiB c=%.2f ms (hide rate %.1f GB/s); 64K b=%.1f MiB "
-      "c=%.2f ms (hide rate %.1f GB/s)\n",
-      256 * kBlockLayerBytes / 1048576, m.PerLayer(4096, 4096 * c.new_fraction) * 1e3,
-      256 * kBlockLayerBytes / m.PerLayer(4096, 4096 * c.new_fraction) / 1e9,
-      4096 * kBlockLayerBytes / 1048576, m.PerLayer(65536, 65536 * c.new_fraction) * 1e3,
-      4096 * kBlockLayerBytes / m.PerLayer(65536, 65536 * c.new_fraction) / 1e9);
+  const bool from_file = !c.workload.empty();
+  if (from_file && !(c.cap_bytes > 0)) {
+    std::fprintf(stderr, "--workload needs --cap-bytes > 0\n");
+    return 2;
+  }
+  const double cap = from_file ? c.cap_bytes : c.cap_gbps * 1e9 / 8;
+  std::vector<SimRequest> rs;
+  if (from_file) {
+    if (!ReadWorkload(c.workload, &rs)) return 2;
+    std::printf("workload: %zu requests from %s, cap %.0f bytes/s\n", rs.size(), c.workload.c_str(),
+                cap);
+  } else {
+    rs = Workload(c);
+    PrintWorkload(c);
+  }
   struct Run {
     const char* name;
     Options o;
@@ -158,14 +215,15 @@ int main(int argc, char** argv) {
                 s.mean_short * 1e3, s.mean_long * 1e3, s.p99ish_max * 1e3);
     if (c.verbose)
       for (size_t i = 0; i < rs.size(); ++i)
-        std::printf("  req %3zu %s arrive %7.2f ms first-layer %7.2f ms stall %7.2f ms\n", i,
-                    rs[i].blocks == 256 ? " 4K" : "64K", rs[i].arrival * 1e3,
-                    (*res)[i].first_layer_wait * 1e3, (*res)[i].stall * 1e3);
+        std::printf("  req %3zu %5u blocks arrive %7.2f ms first-layer %7.2f ms stall %7.2f ms\n",
+                    i, rs[i].blocks, rs[i].arrival * 1e3, (*res)[i].first_layer_wait * 1e3,
+                    (*res)[i].stall * 1e3);
   }
   std::printf(
       "ratio equal-share / stall-target (mean added TTFT): least-slack-first (default) "
       "%.2fx, degrade-evenly %.2fx\n",
       sums[0].mean_all / sums[2].mean_all, sums[0].mean_all / sums[1].mean_all);
+  if (from_file) return 0;
 
   // Sensitivity: the same mix at other caps (offered load changes), 5 seeds each.
   std::printf(

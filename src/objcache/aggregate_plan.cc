@@ -106,6 +106,18 @@ PlannedItem PlanItem(const std::vector<BlockSlot>& slots, Components comps, uint
   return it;
 }
 
+uint64_t PacedLayerBytes(const std::vector<BlockSlot>& slots, Components comps, uint32_t layer,
+                         Delivery delivery) {
+  const uint32_t nb = static_cast<uint32_t>(slots.size());
+  const uint64_t record = delivery == Delivery::kShm ? kShmBlockRecordBytes : kBlockRecordBytes;
+  uint64_t bytes = kLayerFrameHeadBytes;
+  for (uint32_t b = 0; b < nb; ++b) {
+    PlannedItem it = PlanItem(slots, comps, nb, layer, b);
+    bytes += record + it.record.k_len + it.record.v_len;
+  }
+  return bytes;
+}
+
 BlockRecord FinalizeItem(const PlannedItem& it, const store::RangeRead* rr, const BlockSlot& slot,
                          Components comps, const uint8_t* kv, const uint8_t** carried) {
   *carried = nullptr;

@@ -56,6 +56,14 @@ void ProbeBlocks(store::ObjectStore& store, const std::string& bucket, const Agg
 PlannedItem PlanItem(const std::vector<BlockSlot>& slots, Components comps, uint32_t nb,
                      uint32_t layer, uint32_t b);
 
+// The bytes one layer of the stream is paced as (docs/protocols/scheduler.md, Pacing): its layer
+// frame head, one record per block (kShmBlockRecordBytes for Delivery::kShm) and the K/V carried
+// (what Components keeps of the present blocks that hold the layer). The scheduler's b_r: the
+// handler charges exactly these bytes to the request's pacer, so a rate granted in other units
+// (the K/V alone) would fall short of the stall target by the records' share.
+uint64_t PacedLayerBytes(const std::vector<BlockSlot>& slots, Components comps, uint32_t layer,
+                         Delivery delivery);
+
 // Checks a planned item's read (`rr`, null when nothing was read) and, for k or v alone, the
 // producer's layer digest over the K+V read into `kv`; returns the final record and sets *carried
 // to where its carried bytes are (null when it carries none).

@@ -109,12 +109,9 @@ Awaitable<void> AggregatedGetHandler::Handle(ExtensionContext& ctx) {
     co_await job_.Wait(ctx.executor);
   }
 
-  const uint32_t nb = static_cast<uint32_t>(req->block_keys.size());
-  double first_layer_bytes = 0;
-  for (uint32_t b = 0; b < nb; ++b) {
-    PlannedItem it = PlanItem(*slots, req->components, nb, req->layer_first, b);
-    first_layer_bytes += double(it.record.k_len + it.record.v_len);
-  }
+  // The scheduler's b_r in the bytes the pacer is charged (records and frame head included).
+  const double first_layer_bytes = double(PacedLayerBytes(
+      *slots, req->components, req->layer_first, reg ? Delivery::kShm : Delivery::kInline));
   std::optional<ShmDelivery> same_host;
   if (reg) {
     same_host.emplace(res_, req, slots, reg);

@@ -40,7 +40,8 @@ class SharedBandwidth {
 
 class BandwidthShare {
  public:
-  // Admits `req`, whose first layer carries first_layer_bytes; finished by the destructor.
+  // Admits `req`, whose first layer is paced as first_layer_bytes (PacedLayerBytes: the bytes
+  // Before is given for it); finished by the destructor.
   BandwidthShare(SharedBandwidth& shared, const AggregateRequest& req, double first_layer_bytes);
   ~BandwidthShare();
   BandwidthShare(const BandwidthShare&) = delete;
