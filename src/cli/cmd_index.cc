@@ -11,6 +11,7 @@
 #include "cli/keyring_file.h"
 #include "common/allocator_policy.h"
 #include "common/log.h"
+#include "common/open_file_limit.h"
 #include "http/server.h"
 #include "index/embedded_store.h"
 #include "index/index_service.h"
@@ -60,6 +61,9 @@ Result<index::RedisOptions> ParseRedis(const std::string& text, const std::strin
 
 int Run(const IndexFlags& f) {
   UseServerAllocatorPolicy();  // RSS stays flat under sustained load
+  // A descriptor per connection (common/open_file_limit.h).
+  if (auto lim = RaiseOpenFileLimit(); !lim.ok())
+    KVCS_LOG_WARN("index: could not raise the open-file limit: {}", lim.status().ToString());
   const std::string cmd = "index";
   InitLogging();
   auto listen = ParseListen(f.listen);

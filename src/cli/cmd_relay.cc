@@ -13,6 +13,8 @@
 #include "cli/dev_cert.h"
 #include "cli/keyring_file.h"
 #include "common/allocator_policy.h"
+#include "common/log.h"
+#include "common/open_file_limit.h"
 #include "common/strings.h"
 #include "relay/relay_server.h"
 
@@ -122,6 +124,9 @@ Status ApplyConfig(CLI::App* cmd, RelayFlags* f) {
 
 int Run(CLI::App* cmd, RelayFlags f) {
   UseServerAllocatorPolicy();  // RSS stays flat under sustained load
+  // A descriptor per connection (common/open_file_limit.h).
+  if (auto lim = RaiseOpenFileLimit(); !lim.ok())
+    KVCS_LOG_WARN("relay: could not raise the open-file limit: {}", lim.status().ToString());
   if (!f.config.empty()) {
     Status st = ApplyConfig(cmd, &f);
     if (!st.ok()) return Fail(kCmd, st.message(), "see kvcs relay --help for the members");

@@ -19,6 +19,8 @@
 #include "common/crypto.h"
 #include "common/hex.h"
 #include "common/log.h"
+#include "common/open_file_limit.h"
+#include "objcache/aggregate_wire.h"
 #include "objcache/block_event_store.h"
 #include "objcache/block_events.h"
 #include "objcache/service.h"
@@ -197,9 +199,21 @@ int Sweep(const StoreFlags& f, store::ObjectStore* backend) {
   return 0;
 }
 
+// Descriptors a store wants: one aggregated request of the most blocks holds one per block
+// (ProbeBlocks keeps every container open until it is sent), plus its sockets and own files.
+constexpr uint64_t kStoreOpenFilesWanted = objcache::kMaxBlocks + 1024;
+
 int Run(const StoreFlags& f) {
   UseServerAllocatorPolicy();  // RSS stays flat under sustained load
   const std::string cmd = "store";
+  if (auto lim = RaiseOpenFileLimit(); !lim.ok()) {
+    KVCS_LOG_WARN("store: could not raise the open-file limit: {}", lim.status().ToString());
+  } else if (lim->now < kStoreOpenFilesWanted) {
+    KVCS_LOG_WARN(
+        "store: the open-file limit is {}, under the {} that a request of {} blocks may hold "
+        "(one per block): raise the hard limit (ulimit -Hn, or LimitNOFILE= under systemd)",
+        lim->now, kStoreOpenFilesWanted, objcache::kMaxBlocks);
+  }
   s3::ServerConfig config;
   auto listen = ParseListen(f.listen);
   if (!listen.ok()) {

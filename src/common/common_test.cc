@@ -3,6 +3,9 @@
 #if defined(__GLIBC__)
 #include <malloc.h>
 #endif
+#include <sys/resource.h>
+
+#include <algorithm>
 #include <cstdlib>
 
 #include "common/allocator_policy.h"
@@ -10,6 +13,7 @@
 #include "common/bytes.h"
 #include "common/crypto.h"
 #include "common/hex.h"
+#include "common/open_file_limit.h"
 #include "common/status.h"
 #include "common/strings.h"
 #include "common/utc_time.h"
@@ -33,6 +37,32 @@ TEST(AllocatorPolicy, LargeBuffersStayMappedAfterALargerOneIsFreed) {
   EXPECT_EQ(mallinfo2().hblks, mapped_before);
 }
 #endif
+
+// A soft limit below the hard one (a fresh shell's 1,024) is raised to the hard limit (at most
+// the ceiling); once raised, a second call changes nothing.
+TEST(OpenFileLimit, RaisesTheSoftLimitToTheHardLimit) {
+  struct rlimit saved;
+  ASSERT_EQ(::getrlimit(RLIMIT_NOFILE, &saved), 0);
+  const uint64_t hard = saved.rlim_max == RLIM_INFINITY ? kOpenFileLimitCeiling : saved.rlim_max;
+  const uint64_t want = std::min(hard, kOpenFileLimitCeiling);
+  if (want < 128) GTEST_SKIP() << "hard open-file limit " << want;
+  struct rlimit low = saved;
+  low.rlim_cur = 64;
+  ASSERT_EQ(::setrlimit(RLIMIT_NOFILE, &low), 0);
+  auto raised = RaiseOpenFileLimit();
+  ASSERT_TRUE(raised.ok()) << raised.status().ToString();
+  EXPECT_EQ(raised->before, 64u);
+  EXPECT_EQ(raised->now, want);
+  struct rlimit now;
+  ASSERT_EQ(::getrlimit(RLIMIT_NOFILE, &now), 0);
+  EXPECT_EQ(now.rlim_cur, static_cast<rlim_t>(want));
+  EXPECT_EQ(now.rlim_max, saved.rlim_max);  // the hard limit is left alone
+  auto again = RaiseOpenFileLimit();
+  ASSERT_TRUE(again.ok());
+  EXPECT_EQ(again->before, want);
+  EXPECT_EQ(again->now, want);
+  ASSERT_EQ(::setrlimit(RLIMIT_NOFILE, &saved), 0);
+}
 
 TEST(Hex, RoundTripAndErrors) {
   Bytes b = {0x00, 0x7f, 0xab, 0xff};

@@ -6,6 +6,7 @@ after finish), a load's outcome (finish's status and message), and the GIL relea
 is waited for. The MOQT path is test_binding_moqt.py.
 
 usage: test_binding.py KVCS_BINARY [TAMPERING_RELAY_BINARY (unused)]"""
+import resource
 import sys
 import threading
 
@@ -134,8 +135,50 @@ def main():
         th.join()
         ld.close()
         check(during > 1000, "the GIL was held while waiting (%d ticks)" % during)
+    many_blocks_under_a_small_open_file_limit(sys.argv[1])
     print("binding: all checks passed")
     return 0
+
+
+def many_blocks_under_a_small_open_file_limit(kvcs_binary):
+    """A store started with the soft open-file limit of a fresh shell (1,024) serves a load of
+    more blocks than that: it holds one descriptor per block of a request, so it raises its soft
+    limit to the hard one at start (common/open_file_limit.h). Before, the blocks past the limit
+    were read errors and the lookup stopped short."""
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    nb = 1500
+    if hard != resource.RLIM_INFINITY and hard < nb + 512:
+        print("binding: many blocks skipped (hard open-file limit %d)" % hard)
+        return
+    resource.setrlimit(resource.RLIMIT_NOFILE, (1024, hard))
+    try:
+        store = StoreProcess(kvcs_binary)
+        store.__enter__()
+    finally:
+        resource.setrlimit(resource.RLIMIT_NOFILE, (soft, hard))  # the store inherited 1,024
+    try:
+        c = kvcs.Client(store.url, store.access_key, store.secret_key, descriptor(),
+                        bucket="many-blocks", create_bucket=True)
+        tokens = [(i * 7919) % 32000 for i in range(nb * B)]
+        kv = [np.random.default_rng(l).standard_normal((2, nb, B, H, D)).astype(np.float32)
+              for l in range(L)]
+        layout = kvcs.paged_layout(kv[0][0], B, H, D)
+        save = c.save(tokens, 0, list(range(nb)), layout)
+        for layer in range(L):
+            save.save_layer(layer, kv[layer][0], kv[layer][1])
+        check(save.finish() == nb, "%d blocks stored" % nb)
+        save.close()
+        check(c.lookup(tokens) == nb * B, "lookup of %d blocks" % nb)
+        dst = [(np.zeros_like(kv[0][0]), np.zeros_like(kv[0][1])) for _ in range(L)]
+        load = c.load(tokens, 0, list(range(nb)), dst, layout)
+        for layer in range(L):
+            check(load.wait_layer(layer) == [], "layer %d: blocks failed" % layer)
+            check(np.array_equal(dst[layer][0], kv[layer][0]) and
+                  np.array_equal(dst[layer][1], kv[layer][1]), "layer %d mismatch" % layer)
+        check(load.finish() == ("KVCS_OK", ""), "load status")
+        load.close()
+    finally:
+        store.__exit__(None, None, None)
 
 
 if __name__ == "__main__":
