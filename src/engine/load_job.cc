@@ -9,6 +9,7 @@
 #include <utility>
 
 #include "engine/moqt_link.h"
+#include "kvcs_stream/retrieval.h"
 #include "kvsp/codec.h"
 #include "objcache/aggregate_wire.h"
 
@@ -120,7 +121,7 @@ bool LoadJob::SkipIfSlowerThanRecompute() {
   const uint64_t ns = client_->options().recompute_ns_per_token_layer;
   const uint64_t bytes = LoadBytes();
   const LoadDecision decision = client_->DecideLoad(
-      path_, bytes, ns == 0 ? 0 : RecomputeNs(keys_.size(), d.block_tokens, d.layers, ns));
+      path_, bytes, ns == 0 ? 0 : stream::RecomputeNs(keys_.size(), d.block_tokens, d.layers, ns));
   if (decision.load) return false;
   const double mib = 1024.0 * 1024.0;
   FailRemaining(EngineStatus(

@@ -36,12 +36,4 @@ LoadDecision LoadPredictor::Decide(uint64_t now_ms, uint64_t bytes, uint64_t rec
   return d;
 }
 
-uint64_t RecomputeNs(uint64_t blocks, uint32_t block_tokens, uint32_t layers,
-                     uint64_t ns_per_token_layer) {
-  unsigned __int128 v = static_cast<unsigned __int128>(blocks) * block_tokens * layers;
-  v *= ns_per_token_layer;
-  return v > std::numeric_limits<uint64_t>::max() ? std::numeric_limits<uint64_t>::max()
-                                                  : static_cast<uint64_t>(v);
-}
-
 }  // namespace kvcs::engine

@@ -47,11 +47,6 @@ class LoadPredictor {
   uint64_t last_try_ms_ = 0;  // when the last load tried was decided (or recorded)
 };
 
-// Recomputing `blocks` blocks of `block_tokens` tokens through `layers` layers at
-// ns_per_token_layer, in ns, saturating at UINT64_MAX.
-uint64_t RecomputeNs(uint64_t blocks, uint32_t block_tokens, uint32_t layers,
-                     uint64_t ns_per_token_layer);
-
 }  // namespace kvcs::engine
 
 #endif  // KVCS_ENGINE_LOAD_PREDICTOR_H_

@@ -1,6 +1,7 @@
 #include "kvcs_stream/retrieval.h"
 
 #include <algorithm>
+#include <limits>
 #include <utility>
 
 #include "kvcs_stream/encoding_choice.h"
@@ -21,14 +22,19 @@ std::string_view RetrievalModeName(RetrievalMode m) {
   return "?";
 }
 
+uint64_t RecomputeNs(uint64_t blocks, uint32_t block_tokens, uint32_t layers,
+                     uint64_t ns_per_token_layer) {
+  unsigned __int128 v = static_cast<unsigned __int128>(blocks) * block_tokens * layers;
+  v *= ns_per_token_layer;
+  return v > std::numeric_limits<uint64_t>::max() ? std::numeric_limits<uint64_t>::max()
+                                                  : static_cast<uint64_t>(v);
+}
+
 uint64_t RecomputeBoundMs(uint64_t blocks, uint32_t block_tokens, uint32_t layers,
                           uint64_t ns_per_token_layer, uint64_t floor_ms) {
-  // Saturating: a huge cost means "no useful bound", not an overflow into a tiny one.
-  const long double ns = static_cast<long double>(blocks) * block_tokens * layers *
-                         static_cast<long double>(ns_per_token_layer);
-  const long double ms = ns / 1e6L;
-  if (ms >= static_cast<long double>(UINT64_MAX / 2)) return UINT64_MAX / 2;
-  return std::max<uint64_t>(floor_ms, static_cast<uint64_t>(ms));
+  const uint64_t ns = RecomputeNs(blocks, block_tokens, layers, ns_per_token_layer);
+  if (ns == std::numeric_limits<uint64_t>::max()) return UINT64_MAX / 2;  // no useful bound
+  return std::max<uint64_t>(floor_ms, ns / 1'000'000);
 }
 
 // One SUBSCRIBE or FETCH of ours, and its visitor's back pointer.

@@ -133,7 +133,14 @@ struct RetrievalOptions {
   bool deliver_verified_blocks = false;
 };
 
-// The recompute bound in milliseconds: blocks · block_tokens · layers · ns, at least floor_ms.
+// Recomputing `blocks` blocks of `block_tokens` tokens through `layers` layers at
+// ns_per_token_layer, in ns, saturating at UINT64_MAX (a huge cost means "no useful bound", not an
+// overflow into a tiny one).
+uint64_t RecomputeNs(uint64_t blocks, uint32_t block_tokens, uint32_t layers,
+                     uint64_t ns_per_token_layer);
+
+// The recompute bound in milliseconds: RecomputeNs in ms, at least floor_ms (UINT64_MAX / 2 when
+// RecomputeNs saturates).
 uint64_t RecomputeBoundMs(uint64_t blocks, uint32_t block_tokens, uint32_t layers,
                           uint64_t ns_per_token_layer, uint64_t floor_ms);
 

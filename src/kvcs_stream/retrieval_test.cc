@@ -22,6 +22,16 @@
 namespace kvcs::stream {
 namespace {
 
+// The recompute cost is the product, saturating; its bound in ms has a floor and saturates at
+// UINT64_MAX / 2 (a huge cost is "no useful bound", not an overflow into a tiny one).
+TEST(RecomputeCost, IsTheProductWithAFloorAndSaturates) {
+  EXPECT_EQ(RecomputeNs(256, 16, 32, 10'000), 1'310'720'000u);
+  EXPECT_EQ(RecomputeNs(UINT32_MAX, UINT32_MAX, UINT32_MAX, UINT64_MAX), UINT64_MAX);
+  EXPECT_EQ(RecomputeBoundMs(256, 16, 32, 10'000, 0), 1310u);
+  EXPECT_EQ(RecomputeBoundMs(256, 16, 32, 10'000, 2000), 2000u);
+  EXPECT_EQ(RecomputeBoundMs(UINT32_MAX, UINT32_MAX, UINT32_MAX, UINT64_MAX, 0), UINT64_MAX / 2);
+}
+
 using profile::Component;
 
 struct Got {

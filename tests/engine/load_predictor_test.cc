@@ -99,10 +99,5 @@ TEST(LoadPredictor, AFasterProbeBringsLoadsBack) {
   EXPECT_FALSE(d.probe);
 }
 
-TEST(LoadPredictor, RecomputeNsIsTheProductAndSaturates) {
-  EXPECT_EQ(RecomputeNs(256, 16, 32, 10'000), 1'310'720'000u);
-  EXPECT_EQ(RecomputeNs(UINT32_MAX, UINT32_MAX, UINT32_MAX, UINT64_MAX), UINT64_MAX);
-}
-
 }  // namespace
 }  // namespace kvcs::engine
