@@ -1,13 +1,12 @@
 // The aggregated GET handler. See aggregated_get_handler.h.
 #include "objcache/aggregated_get_handler.h"
 
-#include <cstdio>
-#include <cstdlib>
 #include <cstring>
 #include <optional>
 #include <string>
 #include <utility>
 
+#include "common/log.h"
 #include "kvsp/codec.h"
 #include "objcache/handler_errors.h"
 #include "objcache/offload_job.h"
@@ -103,8 +102,8 @@ Awaitable<void> AggregatedGetHandler::Handle(ExtensionContext& ctx) {
     OffloadJob job_ = OffloadJob::Start(res_.pool, [store, names, req, slots] {
       double t0 = NowSeconds();
       ProbeBlocks(*store, names->first, *req, names->second, slots.get());
-      if (std::getenv("KVCS_OBJCACHE_TRACE"))
-        std::fprintf(stderr, "probe %.2f ms\n", (NowSeconds() - t0) * 1e3);
+      KVCS_LOG_DEBUG("aggregated GET: probed {} blocks in {:.2f} ms", req->block_keys.size(),
+                     (NowSeconds() - t0) * 1e3);
     });
     co_await job_.Wait(ctx.executor);
   }
@@ -236,10 +235,10 @@ Awaitable<void> AggregatedGetHandler::StreamInline(ExtensionContext& ctx,
     co_await paced.Before(ctx.executor, double(cursor));
     double tw2 = NowSeconds();
     Status st = co_await ctx.response.Write(ByteSpan(win.out.data(), cursor));
-    if (std::getenv("KVCS_OBJCACHE_TRACE"))
-      std::fprintf(stderr, "win %zu wait-read %.2f ms finalize %.2f ms write %.2f ms (%zu B)\n", w,
-                   (tw1 - tw0) * 1e3, (tw2 - tw1) * 1e3, (NowSeconds() - tw2) * 1e3,
-                   size_t(cursor));
+    KVCS_LOG_DEBUG(
+        "aggregated GET: window {} ({} B): wait {:.2f} ms, finalize {:.2f} ms, "
+        "write {:.2f} ms",
+        w, cursor, (tw1 - tw0) * 1e3, (tw2 - tw1) * 1e3, (NowSeconds() - tw2) * 1e3);
     if (!st.ok()) ok = false;
     for (const PlannedItem& it : win.items)
       if (it.last_of_layer) paced.LayerDelivered();
