@@ -79,7 +79,7 @@ class Publisher {
                   "this is a debugging tool; publish fewer objects");
     }
     if (a_.rate < 0) return Fail(kCmd, "--rate must be >= 0 (0 = as fast as possible)");
-    auto ns = moqt::ParseNamespace(a_.ns);
+    auto ns = ParseNamespaceArg(a_.ns);
     if (!ns.ok()) return Fail(kCmd, ns.status().message(), "e.g. --namespace kvcs-demo/synthetic");
     if (ns->empty()) return Fail(kCmd, "--namespace must not be empty");
     ns_ = *ns;
@@ -116,7 +116,7 @@ class Publisher {
         moqt::MessageType type, const FullTrackName& track,
         const std::vector<moqt::AuthToken>&) override {
       p->Say("session " + std::to_string(id) + ": " + std::string(moqt::MessageTypeName(type)) +
-             " " + moqt::NamespaceToString(track.track_namespace) +
+             " " + NamespaceArgText(track.track_namespace) +
              (track.name.empty() ? "" : " " + track.name));
       if (p->a_.start_on_subscribe) p->StartProducing();
       return {};
@@ -411,7 +411,9 @@ RunFn Setup(CLI::App& app) {
   cmd->add_flag("--on-demand", a->on_demand,
                 "with --relay: only PUBLISH_NAMESPACE, the relay pulls each track when asked "
                 "(default: PUBLISH every track, so the relay keeps them after this exits)");
-  cmd->add_option("--namespace", a->ns, "track namespace, fields separated by '/'")
+  cmd->add_option("--namespace", a->ns,
+                  "track namespace, fields separated by '/' (0x<hex>: a binary field; a KVCS "
+                  "namespace as kvcs-1/<scope>/<compat>/<anchor>/<pub_id> in hex)")
       ->capture_default_str();
   cmd->add_option("--track", a->tracks, "track name (repeatable; default: data)");
   cmd->add_option("--groups", a->groups, "groups per track")->capture_default_str();

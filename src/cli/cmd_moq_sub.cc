@@ -213,9 +213,9 @@ class Subscriber : public moqt::MoqtSessionCallbacks {
   void NamespaceOk() { Say("SUBSCRIBE_NAMESPACE accepted"); }
   void Namespace(const moqt::TrackNamespace& suffix, bool added) {
     ++objects_;
-    std::string full = moqt::NamespaceToString(prefix_);
-    std::string s = moqt::NamespaceToString(suffix);
-    if (!s.empty()) full += (full.empty() ? "" : "/") + s;
+    moqt::TrackNamespace ns = prefix_;
+    ns.insert(ns.end(), suffix.begin(), suffix.end());
+    const std::string full = NamespaceArgText(ns);
     if (!a_.quiet) std::cout << (added ? "namespace " : "namespace-done ") << full << std::endl;
     if (added && ++namespaces_ >= a_.count) {
       Complete(std::to_string(namespaces_) + " namespace(s) found");
@@ -242,12 +242,12 @@ class Subscriber : public moqt::MoqtSessionCallbacks {
     }
     if (a_.quiet) a_.print = "none";
     if (a_.discover_set) {
-      auto p = moqt::ParseNamespace(a_.discover);
+      auto p = ParseNamespaceArg(a_.discover);
       if (!p.ok()) return Fail(kCmd, "--discover: " + p.status().message());
       prefix_ = *p;
       return 0;
     }
-    auto ns = moqt::ParseNamespace(a_.ns);
+    auto ns = ParseNamespaceArg(a_.ns);
     if (!ns.ok()) return Fail(kCmd, "--namespace: " + ns.status().message());
     track_ = {*ns, a_.track};
     std::optional<LocationArg> start, end;
@@ -285,10 +285,10 @@ class Subscriber : public moqt::MoqtSessionCallbacks {
     moqt::MoqtSession& s = client_->session();
     auto receiver = std::make_shared<Receiver>(this);
     if (a_.discover_set) {
-      Say("SUBSCRIBE_NAMESPACE " + moqt::NamespaceToString(prefix_));
+      Say("SUBSCRIBE_NAMESPACE " + NamespaceArgText(prefix_));
       return s.SubscribeNamespace(prefix_, std::make_shared<NsReceiver>(this)).status();
     }
-    std::string what = moqt::NamespaceToString(track_.track_namespace) + " " + track_.name;
+    std::string what = NamespaceArgText(track_.track_namespace) + " " + track_.name;
     if (a_.fetch) {
       moqt::FetchOptions o;
       o.range = filter_;
@@ -405,7 +405,9 @@ RunFn Setup(CLI::App& app) {
   auto* cmd = app.add_subcommand(
       kCmd, "Subscribe to, fetch from, or discover namespaces of a MOQT draft-22 peer");
   cmd->add_option("url", a->url, "moqt://host:port/path of the publisher or relay")->required();
-  cmd->add_option("--namespace", a->ns, "track namespace, fields separated by '/'")
+  cmd->add_option("--namespace", a->ns,
+                  "track namespace, fields separated by '/' (0x<hex>: a binary field; a KVCS "
+                  "namespace as kvcs-1/<scope>/<compat>/<anchor>/<pub_id> in hex)")
       ->capture_default_str();
   cmd->add_option("--track", a->track, "track name")->capture_default_str();
   auto* fetch = cmd->add_flag("--fetch", a->fetch,

@@ -12,7 +12,6 @@
 #include <string>
 #include <string_view>
 
-#include "common/hex.h"
 #include "profile/namespace.h"
 
 namespace kvcs::cli {
@@ -36,24 +35,11 @@ inline std::optional<MoqtHolder> ParseMoqtHolderUri(std::string_view holder) {
   if (q == std::string_view::npos) return std::nullopt;
   MoqtHolder h;
   h.endpoint = std::string(holder.substr(0, q));
-  std::string_view text = holder.substr(q + kHolderNsQuery.size());
-  // "kvcs-1/" then 64, 64, 64 and 32 hex characters separated by '/'.
-  std::string_view tag = profile::kNamespaceTag;
-  if (text.size() != tag.size() + 1 + 3 * 65 + 32 || text.substr(0, tag.size()) != tag ||
-      text[tag.size()] != '/') {
-    return std::nullopt;
-  }
-  text.remove_prefix(tag.size() + 1);
-  Digest* parts[3] = {&h.ns.scope_id, &h.ns.compat_id, &h.ns.anchor_key};
-  for (Digest* p : parts) {
-    auto d = FromHexFixed<32>(text.substr(0, 64));
-    if (!d.ok() || text[64] != '/') return std::nullopt;
-    *p = *d;
-    text.remove_prefix(65);
-  }
-  auto pub = FromHexFixed<profile::kPubIdSize>(text);
-  if (!pub.ok()) return std::nullopt;
-  h.ns.pub_id = *pub;
+  auto fields = profile::ParseNamespaceText(holder.substr(q + kHolderNsQuery.size()));
+  auto ns =
+      fields.ok() ? profile::ParseNamespace(*fields) : Result<profile::Namespace>(fields.status());
+  if (!ns.ok()) return std::nullopt;
+  h.ns = *ns;
   return h;
 }
 

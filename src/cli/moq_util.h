@@ -1,6 +1,6 @@
 // Helpers shared by `kvcs moq-pub` and `kvcs moq-sub` (header-only; the CLI's CMakeLists globs
-// cmd_*.cc): the synthetic payload both agree on, "G[:O]" locations, "A-B" ranges, and the
-// client-side TLS options. Nothing here prints or exits.
+// cmd_*.cc): the synthetic payload both agree on, namespaces (KVCS ones with hex fields), "G[:O]"
+// locations, "A-B" ranges, and the client-side TLS options. Nothing here prints or exits.
 #ifndef KVCS_CLI_MOQ_UTIL_H_
 #define KVCS_CLI_MOQ_UTIL_H_
 
@@ -17,6 +17,7 @@
 #include "common/strings.h"
 #include "moqt/moqt_messages.h"
 #include "moqt_endpoint/moqt_endpoint.h"
+#include "profile/namespace.h"
 
 namespace kvcs::cli {
 
@@ -58,6 +59,30 @@ inline Result<uint64_t> ParseU64(std::string_view s, std::string_view what) {
 }
 
 // "G" or "G:O". `has_object` tells which.
+// A namespace as the MOQT commands take it: a KVCS namespace or prefix in its text form
+// ("kvcs-1/<scope hex>[/<compat hex>[/<anchor hex>[/<pub_id hex>]]]", profile::ParseNamespaceText)
+// when its first field is "kvcs-1", else '/'-separated fields, "0x<hex>" for a binary one
+// (moqt::ParseNamespace).
+inline Result<moqt::TrackNamespace> ParseNamespaceArg(std::string_view text) {
+  if (text.substr(0, profile::kNamespaceTag.size()) == profile::kNamespaceTag &&
+      (text.size() == profile::kNamespaceTag.size() ||
+       text[profile::kNamespaceTag.size()] == '/')) {
+    KVCS_ASSIGN_OR_RETURN(profile::TrackNamespace f, profile::ParseNamespaceText(text));
+    moqt::TrackNamespace ns;
+    for (const Bytes& b : f) ns.emplace_back(b.begin(), b.end());
+    return ns;
+  }
+  return moqt::ParseNamespace(text);
+}
+
+// The text form ParseNamespaceArg reads back: KVCS namespaces with hex fields.
+inline std::string NamespaceArgText(const moqt::TrackNamespace& ns) {
+  profile::TrackNamespace f;
+  for (const std::string& s : ns) f.emplace_back(s.begin(), s.end());
+  auto kvcs = profile::NamespaceText(f);
+  return kvcs ? *kvcs : moqt::NamespaceToString(ns);
+}
+
 struct LocationArg {
   moqt::Location loc;
   bool has_object = false;

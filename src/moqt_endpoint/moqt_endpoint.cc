@@ -7,9 +7,11 @@
 //     remembers whether SETUP completed.
 #include "moqt_endpoint/moqt_endpoint.h"
 
+#include <algorithm>
 #include <charconv>
 
 #include "common/asio.h"
+#include "common/hex.h"
 #include "common/log.h"
 
 namespace kvcs::moqt {
@@ -449,7 +451,16 @@ Result<TrackNamespace> ParseNamespace(std::string_view text) {
     if (field.empty()) {
       return InvalidArgument("namespace '" + std::string(text) + "' has an empty field");
     }
-    ns.emplace_back(field);
+    if (field.substr(0, 2) == "0x") {
+      auto bytes = FromHex(field.substr(2));
+      if (!bytes.ok() || bytes->empty()) {
+        return InvalidArgument("namespace field '" + std::string(field) +
+                               "' is not 0x and an even number of hex digits");
+      }
+      ns.emplace_back(bytes->begin(), bytes->end());
+    } else {
+      ns.emplace_back(field);
+    }
     if (slash == std::string_view::npos) break;
     start = slash + 1;
   }
@@ -460,7 +471,11 @@ std::string NamespaceToString(const TrackNamespace& ns) {
   std::string s;
   for (size_t i = 0; i < ns.size(); ++i) {
     if (i) s += '/';
-    s += ns[i];
+    const std::string& f = ns[i];
+    bool literal =
+        !f.empty() && f.substr(0, 2) != "0x" &&
+        std::all_of(f.begin(), f.end(), [](char c) { return c >= ' ' && c < 0x7f && c != '/'; });
+    s += literal ? f : "0x" + ToHex(AsBytes(f));
   }
   return s;
 }

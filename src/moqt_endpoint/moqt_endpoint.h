@@ -194,8 +194,12 @@ struct MoqtUrl {
 };
 Result<MoqtUrl> ParseMoqtUrl(std::string_view url);
 
-// "a/b/c" -> {"a","b","c"}; "" -> {}. Empty fields are refused ("a//b").
+// "a/b/c" -> {"a","b","c"}; "" -> {}. Empty fields are refused ("a//b"). A field written
+// "0x<hex>" (an even number of hex digits, either case) is those bytes, so binary fields can be
+// given: "kvcs-demo/0x00ff" -> {"kvcs-demo", "\x00\xff"}.
 Result<TrackNamespace> ParseNamespace(std::string_view text);
+// The inverse: fields joined by '/', a field that is not printable ASCII, holds '/', is empty or
+// starts with "0x" written as "0x<lowercase hex>".
 std::string NamespaceToString(const TrackNamespace& ns);
 
 }  // namespace kvcs::moqt

@@ -47,7 +47,12 @@ TEST(MoqtNamespaceTest, ParseAndPrint) {
   EXPECT_EQ(*ParseNamespace("a/b/c"), (TrackNamespace{"a", "b", "c"}));
   EXPECT_EQ(*ParseNamespace(""), TrackNamespace{});
   EXPECT_EQ(NamespaceToString({"kvcs-1", "demo"}), "kvcs-1/demo");
-  for (std::string bad : {"a//b", "/a", "a/"}) {
+  // Binary fields as 0x<hex>, either case in, lowercase out; printable fields stay literal.
+  const TrackNamespace bin{"kvcs-demo", std::string("\x00\xff/", 3), "0xab", "a b"};
+  EXPECT_EQ(NamespaceToString(bin), "kvcs-demo/0x00ff2f/0x30786162/a b");
+  EXPECT_EQ(*ParseNamespace(NamespaceToString(bin)), bin);
+  EXPECT_EQ(*ParseNamespace("x/0xABcd"), (TrackNamespace{"x", "\xab\xcd"}));
+  for (std::string bad : {"a//b", "/a", "a/", "0x", "a/0xabc", "a/0xzz"}) {
     auto n = ParseNamespace(bad);
     ASSERT_FALSE(n.ok()) << bad;
     EXPECT_EQ(n.status().code(), Code::kInvalidArgument);

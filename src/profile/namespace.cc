@@ -39,6 +39,8 @@ std::string_view NamespaceErrorName(NamespaceError e) {
       return "bad_anchor_key_size";
     case NamespaceError::kBadPubIdSize:
       return "bad_pub_id_size";
+    case NamespaceError::kBadHex:
+      return "bad_hex";
   }
   return "unknown";
 }
@@ -96,9 +98,75 @@ PubId NewPubId() {
   return id;
 }
 
-std::string ToString(const Namespace& ns) {
-  return std::string(kNamespaceTag) + "/" + ToHex(ns.scope_id) + "/" + ToHex(ns.compat_id) + "/" +
-         ToHex(ns.anchor_key) + "/" + ToHex(ns.pub_id);
+std::string ToString(const Namespace& ns) { return *NamespaceText(BuildNamespace(ns)); }
+
+namespace {
+
+// Fields 1..4: their name, their size, and the error for a wrong size.
+struct FieldSpec {
+  const char* name;
+  size_t size;
+  NamespaceError error;
+};
+constexpr FieldSpec kHexFields[kNamespaceFieldCount - 1] = {
+    {"scope_id", 32, NamespaceError::kBadScopeIdSize},
+    {"compat_id", 32, NamespaceError::kBadCompatIdSize},
+    {"anchor_key", 32, NamespaceError::kBadAnchorKeySize},
+    {"pub_id", kPubIdSize, NamespaceError::kBadPubIdSize},
+};
+
+}  // namespace
+
+Result<TrackNamespace> ParseNamespaceText(std::string_view text) {
+  TrackNamespace out;
+  size_t start = 0;
+  for (;;) {
+    const size_t slash = text.find('/', start);
+    std::string_view field = text.substr(
+        start, slash == std::string_view::npos ? std::string_view::npos : slash - start);
+    const size_t i = out.size();
+    if (i == 0) {
+      if (field != kNamespaceTag) {
+        return InvalidArgument("namespace '" + std::string(text) + "': field 0 is not \"kvcs-1\"",
+                               static_cast<int>(NamespaceError::kBadTag));
+      }
+      out.push_back(ToBytes(AsBytes(kNamespaceTag)));
+    } else if (i >= kNamespaceFieldCount) {
+      return InvalidArgument("namespace '" + std::string(text) + "': more than 5 fields",
+                             static_cast<int>(NamespaceError::kWrongFieldCount));
+    } else {
+      const FieldSpec& f = kHexFields[i - 1];
+      if (field.size() != 2 * f.size) {
+        return InvalidArgument(std::string("namespace: ") + f.name + " must be " +
+                                   std::to_string(2 * f.size) + " hex characters, got " +
+                                   std::to_string(field.size()),
+                               static_cast<int>(f.error));
+      }
+      auto bytes = FromHex(field);
+      if (!bytes.ok()) {
+        return InvalidArgument(std::string("namespace: ") + f.name + " is not hex",
+                               static_cast<int>(NamespaceError::kBadHex));
+      }
+      out.push_back(std::move(*bytes));
+    }
+    if (slash == std::string_view::npos) break;
+    start = slash + 1;
+  }
+  return out;
+}
+
+std::optional<std::string> NamespaceText(const TrackNamespace& fields) {
+  if (fields.empty() || fields.size() > kNamespaceFieldCount ||
+      AsStringView(fields[0]) != kNamespaceTag) {
+    return std::nullopt;
+  }
+  std::string s(kNamespaceTag);
+  for (size_t i = 1; i < fields.size(); ++i) {
+    if (fields[i].size() != kHexFields[i - 1].size) return std::nullopt;
+    s += '/';
+    s += ToHex(fields[i]);
+  }
+  return s;
 }
 
 }  // namespace kvcs::profile

@@ -13,6 +13,7 @@
 
 #include <array>
 #include <cstdint>
+#include <optional>
 #include <span>
 #include <string>
 #include <string_view>
@@ -49,6 +50,7 @@ enum class NamespaceError {
   kBadCompatIdSize,      // field 2 is not 32 bytes
   kBadAnchorKeySize,     // field 3 is not 32 bytes
   kBadPubIdSize,         // field 4 is not 16 bytes
+  kBadHex,               // text form: a field is not lowercase or uppercase hex
 };
 std::string_view NamespaceErrorName(NamespaceError e);
 
@@ -74,6 +76,16 @@ PubId NewPubId();
 
 // "kvcs-1/<scope hex>/<compat hex>/<anchor hex>/<pub hex>", for logs and the CLI.
 std::string ToString(const Namespace& ns);
+
+// The text form of a KVCS namespace or of a prefix of it (the CLI, holder URIs): "kvcs-1", then
+// each further field in hex, '/' between fields — "kvcs-1/<scope>/<compat>/<anchor>/<pub_id>",
+// or 1..4 of its first fields ("kvcs-1/<scope>": every publication of a scope). Strict: field 0
+// exactly "kvcs-1", at most 5 fields, each further field the hex (either case) of exactly its
+// size (32, 32, 32, 16 bytes). Errors: kInvalidArgument with a NamespaceError naming the field.
+Result<TrackNamespace> ParseNamespaceText(std::string_view text);
+// The text form of `fields` when they are a KVCS namespace or prefix as ParseNamespaceText
+// accepts (nullopt otherwise): ParseNamespaceText(*NamespaceText(f)) == f.
+std::optional<std::string> NamespaceText(const TrackNamespace& fields);
 
 }  // namespace kvcs::profile
 

@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include <cctype>
+
 #include "common/hex.h"
 
 namespace kvcs::profile {
@@ -107,6 +109,69 @@ TEST(Namespace, PubIdsAreRandomAndToStringIsHex) {
   EXPECT_EQ(s.substr(0, 7), "kvcs-1/");
   EXPECT_EQ(s.size(), 6u + 4 + 3 * 64 + 32);
   EXPECT_NE(s.find(ToHex(ns.pub_id)), std::string::npos);
+}
+
+// The text form: one table used for parsing, printing and the error of every malformed case.
+TEST(Namespace, TextFormTable) {
+  const Namespace ns = Sample();
+  const std::string scope = ToHex(ns.scope_id), compat = ToHex(ns.compat_id),
+                    anchor = ToHex(ns.anchor_key), pub = ToHex(ns.pub_id);
+  const TrackNamespace full = BuildNamespace(ns);
+  struct Row {
+    std::string text;
+    size_t fields;         // the prefix of `full` it parses to (0: an error)
+    NamespaceError error;  // when fields == 0
+  };
+  std::string upper = scope;
+  for (char& c : upper) c = char(std::toupper(c));
+  const std::vector<Row> rows = {
+      {"kvcs-1", 1, {}},
+      {"kvcs-1/" + scope, 2, {}},
+      {"kvcs-1/" + scope + "/" + compat, 3, {}},
+      {"kvcs-1/" + scope + "/" + compat + "/" + anchor, 4, {}},
+      {"kvcs-1/" + scope + "/" + compat + "/" + anchor + "/" + pub, 5, {}},
+      {"kvcs-1/" + upper, 2, {}},  // either case in, lowercase out
+      {"", 0, NamespaceError::kBadTag},
+      {"kvcs-2/" + scope, 0, NamespaceError::kBadTag},
+      {"KVCS-1/" + scope, 0, NamespaceError::kBadTag},
+      {"kvcs-1/", 0, NamespaceError::kBadScopeIdSize},
+      {"kvcs-1/" + scope.substr(2), 0, NamespaceError::kBadScopeIdSize},
+      {"kvcs-1/" + scope + "00", 0, NamespaceError::kBadScopeIdSize},
+      {"kvcs-1/" + scope.substr(1) + "g", 0, NamespaceError::kBadHex},
+      {"kvcs-1/" + scope + "/" + compat.substr(1), 0, NamespaceError::kBadCompatIdSize},
+      {"kvcs-1/" + scope + "/" + compat + "/" + anchor + "x", 0, NamespaceError::kBadAnchorKeySize},
+      {"kvcs-1/" + scope + "/" + compat + "/" + anchor + "/" + pub + "00", 0,
+       NamespaceError::kBadPubIdSize},
+      {"kvcs-1/" + scope + "/" + compat + "/" + anchor + "/" + pub + "/x", 0,
+       NamespaceError::kWrongFieldCount},
+      {"kvcs-1/" + scope + "/", 0, NamespaceError::kBadCompatIdSize},
+  };
+  for (const Row& r : rows) {
+    auto t = ParseNamespaceText(r.text);
+    if (r.fields == 0) {
+      ASSERT_FALSE(t.ok()) << r.text;
+      EXPECT_EQ(t.status().code(), Code::kInvalidArgument) << r.text;
+      EXPECT_TRUE(t.status().Is(r.error)) << r.text << ": " << t.status().ToString();
+      continue;
+    }
+    ASSERT_TRUE(t.ok()) << r.text << ": " << t.status().ToString();
+    EXPECT_EQ(*t, TrackNamespace(full.begin(), full.begin() + r.fields)) << r.text;
+    auto printed = NamespaceText(*t);
+    ASSERT_TRUE(printed.has_value()) << r.text;
+    std::string lower = r.text;
+    for (char& c : lower) c = char(std::tolower(c));
+    EXPECT_EQ(*printed, lower);
+  }
+  EXPECT_EQ(*ParseNamespace(*ParseNamespaceText(ToString(ns))), ns);
+  // Not a KVCS namespace or prefix: no text form.
+  EXPECT_FALSE(NamespaceText({}).has_value());
+  EXPECT_FALSE(NamespaceText({Bytes{0x6b, 0x76}}).has_value());
+  TrackNamespace short_pub = full;
+  short_pub[4].pop_back();
+  EXPECT_FALSE(NamespaceText(short_pub).has_value());
+  TrackNamespace six = full;
+  six.push_back(Bytes{1});
+  EXPECT_FALSE(NamespaceText(six).has_value());
 }
 
 }  // namespace
