@@ -1,12 +1,14 @@
-// kvcs publish: a KV cache in safetensors -> a KVCS publication (docs/protocols/kvcs-stream.md)
+// kvcs publish: a KV cache in safetensors, or packed as KVSP containers (kvcs pack) -> a KVCS
+// publication (docs/protocols/kvcs-stream.md)
 // served to subscribers directly over MOQT (raw QUIC, ALPN moqt-22), or, with --relay, announced
 // to a relay (PUBLISH_NAMESPACE, then PUBLISH of every track, so the relay keeps the publication
 // after this process leaves even if nobody subscribed; --on-demand: only PUBLISH_NAMESPACE, the
 // relay subscribes to this session's TrackStore when asked). Prints the
 // namespace (kvcs-1/<scope>/<compat>/<anchor>/<pub_id> in hex) and one line per published layer;
-// the layers go out one per event-loop turn so subscribers receive them while later ones are
-// produced. Runs until interrupted, or --linger seconds after the last layer.
+// the blocks go out one per event-loop turn so subscribers receive a layer while the rest of it
+// and later ones are produced. Runs until interrupted, or --linger seconds after the last layer.
 #include <algorithm>
+#include <filesystem>
 #include <iostream>
 #include <optional>
 
@@ -18,6 +20,7 @@
 #include "cli/index_options.h"
 #include "cli/moq_util.h"
 #include "common/asio.h"
+#include "common/hex.h"
 #include "index/lease_keeper.h"
 #include "kvcs_stream/publisher.h"
 #include "moqt_endpoint/moqt_endpoint.h"
@@ -83,17 +86,52 @@ class Run {
       return Fail(kCmd, "--public-url needs --index", "it names this publisher in the index");
     }
     scope_key_ = *scope_key;
-    auto file = tensorio::SafetensorsFile::Open(a_.input);
-    if (!file.ok()) {
-      return Fail(kCmd, a_.input + ": " + file.status().message(),
-                  "the input must be a safetensors file (kvcs inspect " + a_.input + " says more)");
+    // The cache: a safetensors file (mapped), or a directory of KVSP containers (kvcs pack),
+    // every container verified and read into memory before anything is published.
+    std::optional<tensorio::SafetensorsFile> file;
+    std::optional<tensorio::KvCacheView> view;
+    std::optional<tensorio::PackedKvCache> packed;
+    std::error_code ec;
+    if (std::filesystem::is_directory(a_.input, ec)) {
+      auto p = tensorio::PackedKvCache::Load(a_.input, *scope_key);
+      if (!p.ok()) {
+        return Fail(kCmd, a_.input + ": " + p.status().message(),
+                    p.status().code() == Code::kInvalidArgument &&
+                            p.status().Is(tensorio::KvCacheError::kKeyChainMismatch)
+                        ? "publish with the scope key the directory was packed with"
+                        : "a directory must be what kvcs pack writes (index.json and one .kvsp "
+                          "container per block; docs/formats/safetensors-kv.md)");
+      }
+      if (p->index().scope_id != kvsp::ScopeId(*scope_key)) {
+        return Fail(kCmd,
+                    a_.input + " was packed in the " +
+                        (p->index().public_scope ? std::string("public scope")
+                                                 : "scope " + ToHex(p->index().scope_id)) +
+                        ", not in the scope given",
+                    p->index().public_scope ? "publish it with --public"
+                                            : "publish with the scope key it was packed with");
+      }
+      std::cout << "read " << p->index().block_keys.size() << " verified containers ("
+                << p->container_bytes() << " bytes) from " << a_.input << std::endl;
+      packed.emplace(std::move(*p));
+      cache_ = &packed->view();
+    } else {
+      auto f = tensorio::SafetensorsFile::Open(a_.input);
+      if (!f.ok()) {
+        return Fail(kCmd, a_.input + ": " + f.status().message(),
+                    "the input must be a safetensors file (kvcs inspect " + a_.input +
+                        " says more) or a directory of kvcs pack");
+      }
+      file.emplace(std::move(*f));
+      auto c = tensorio::ReadKvCache(file->view());
+      if (!c.ok()) {
+        return Fail(kCmd, a_.input + ": " + c.status().message(),
+                    "see docs/formats/safetensors-kv.md for the tensor names, shapes and metadata");
+      }
+      view.emplace(std::move(*c));
+      cache_ = &*view;
     }
-    auto cache = tensorio::ReadKvCache(file->view());
-    if (!cache.ok()) {
-      return Fail(kCmd, a_.input + ": " + cache.status().message(),
-                  "see docs/formats/safetensors-kv.md for the tensor names, shapes and metadata");
-    }
-    cache_ = &*cache;
+    const tensorio::KvCacheView* cache = cache_;
     const kvsp::Descriptor& d = cache->descriptor;
     blocks_ = cache->full_blocks();
     if (blocks_ == 0) {
@@ -257,20 +295,25 @@ class Run {
     return 0;
   }
 
+  // One block per event-loop turn, so a layer's objects leave (and ACKs are read) while the
+  // rest of it is published.
   void NextLayer() {
     if (stopping_) return;
     const kvsp::Descriptor& d = cache_->descriptor;
-    uint32_t l = pub_->next_layer();
-    const uint64_t bytes = blocks_ * d.block_tokens * d.kv_heads * d.head_dim *
-                           tensorio::DtypeSize(*tensorio::SafetensorsDtypeFor(d.kv_dtype));
-    ByteSpan k = cache_->k[l].subspan(0, bytes);
-    ByteSpan v = cache_->v[l].empty() ? ByteSpan{} : cache_->v[l].subspan(0, bytes);
-    Status s = pub_->PublishLayer(l, k, v);
+    const uint32_t l = pub_->next_layer();
+    const uint64_t b = next_block_;
+    Status s = pub_->PublishBlock(l, b, cache_->KSection(l, b + 1), cache_->VSection(l, b + 1));
     if (!s.ok()) {
-      rc_ = Fail(kCmd, "layer " + std::to_string(l) + ": " + s.message());
+      rc_ = Fail(kCmd,
+                 "layer " + std::to_string(l) + " block " + std::to_string(b) + ": " + s.message());
       Stop("");
       return;
     }
+    if (++next_block_ < blocks_) {
+      asio::post(io_, [this] { NextLayer(); });
+      return;
+    }
+    next_block_ = 0;
     std::cout << "layer " << l << " published (" << blocks_ << " blocks) at +" << ElapsedMs()
               << " ms" << std::endl;
     if (l + 1 < d.layers) {
@@ -405,6 +448,7 @@ class Run {
   std::optional<index::IndexClient> index_client_;
   std::unique_ptr<index::LeaseKeeper> keeper_;
   uint64_t blocks_ = 0;
+  uint64_t next_block_ = 0;  // of the layer being published
   std::chrono::steady_clock::time_point start_;
   bool stopping_ = false;
   int rc_ = 0;
@@ -413,8 +457,13 @@ class Run {
 RunFn Setup(CLI::App& app) {
   auto a = std::make_shared<Args>();
   auto* cmd = app.add_subcommand(
-      kCmd, "Publish a KV cache (safetensors) over MOQT, layer by layer, serving subscribers");
-  cmd->add_option("cache", a->input, "the KV cache (docs/formats/safetensors-kv.md)")->required();
+      kCmd,
+      "Publish a KV cache (safetensors or KVSP containers) over MOQT, layer by layer, serving "
+      "subscribers");
+  cmd->add_option("cache", a->input,
+                  "the KV cache: a safetensors file, or a directory of KVSP containers written by "
+                  "kvcs pack (docs/formats/safetensors-kv.md)")
+      ->required();
   a->scope.Add(cmd);
   cmd->add_option("--sign-key", a->sign_key,
                   "producer private key (kvcs keygen producer): publish a signed manifest.cose");
@@ -458,7 +507,9 @@ RunFn Setup(CLI::App& app) {
       "  kvcs publish cache.safetensors --scope-key-file tenant.key \\\n"
       "      --relay moqt://relay:4443/ --ca relay.pem --auth-token publish.jwt\n"
       "  kvcs publish cache.safetensors --scope-key-file tenant.key --index http://index:7070 \\\n"
-      "      --index-token-file reg.jwt   # consumers find it with kvcs lookup / get --index");
+      "      --index-token-file reg.jwt   # consumers find it with kvcs lookup / get --index\n"
+      "  kvcs pack cache.safetensors --out packed/ --scope-key-file tenant.key\n"
+      "  kvcs publish packed/ --scope-key-file tenant.key --relay moqt://relay:4443/ --insecure");
   return [a] { return Run(*a).Go(); };
 }
 

@@ -146,6 +146,51 @@ Result<Digest> HexDigest(const json& j, const std::string& what) {
   return *d;
 }
 
+// Decodes `container` as block `block` (1-based) of a cache described by `d`: every digest and
+// the structure first, then the header against what the caller expects (any codec is accepted:
+// the container names it); then hands each layer's raw K (v = false) and V sections to `sink`.
+using SectionSink = std::function<Status(uint32_t layer, bool v, ByteSpan raw)>;
+Status DecodeBlock(const kvsp::Descriptor& d, const Digest& compat_id, uint64_t block,
+                   ByteSpan container, const Digest& block_key, const SectionSink& sink) {
+  KVCS_ASSIGN_OR_RETURN(kvsp::ContainerView view, kvsp::DecodeContainer(container));
+  kvsp::Codec codec = view.header.codec;
+  KVCS_RETURN_IF_ERROR(
+      kvsp::CheckExpectation(view, kvsp::ExpectFor(d, compat_id, block_key, uint32_t(block), codec,
+                                                   /*layer_first=*/0, uint16_t(d.layers))));
+  kvsp::SectionShape ks = kvsp::KShape(d), vs = kvsp::VShape(d);
+  Bytes raw(ks.raw_bytes());
+  for (uint32_t l = 0; l < d.layers; ++l) {
+    KVCS_ASSIGN_OR_RETURN(kvsp::LayerSections sec, kvsp::LayerBytes(view, container, l));
+    KVCS_RETURN_IF_ERROR(kvsp::DecodeSection(codec, ks, sec.k, raw));
+    KVCS_RETURN_IF_ERROR(sink(l, false, raw));
+    if (!IsMla(d)) {
+      KVCS_RETURN_IF_ERROR(kvsp::DecodeSection(codec, vs, sec.v, raw));
+      KVCS_RETURN_IF_ERROR(sink(l, true, raw));
+    }
+  }
+  return Status::Ok();
+}
+
+// Reads each container the index lists, in block order, and hands it to `fn`; adds up the bytes
+// read and reports progress per block.
+Status ForEachPackedContainer(const fs::path& dir, const PackIndex& idx,
+                              const std::function<Status(uint64_t block, ByteSpan c)>& fn,
+                              const Progress& progress, uint64_t* bytes) {
+  const auto& keys = idx.block_keys;
+  for (size_t i = 0; i < keys.size(); ++i) {
+    fs::path p = dir / (ToHex(keys[i]) + std::string(kContainerSuffix));
+    auto c = ReadFile(p, kMaxContainerFileBytes);
+    if (!c.ok()) return c.status().WithContext("block " + std::to_string(i + 1));
+    Status s = fn(i + 1, *c);
+    if (!s.ok()) {
+      return s.WithContext(p.filename().string() + " (block " + std::to_string(i + 1) + ")");
+    }
+    *bytes += c->size();
+    if (progress) progress(i + 1, keys.size());
+  }
+  return Status::Ok();
+}
+
 }  // namespace
 
 std::string_view KvCacheErrorName(KvCacheError e) {
@@ -302,25 +347,11 @@ Status KvCacheAssembler::AddBlock(uint64_t block, ByteSpan container, const Dige
   if (block == 0 || block > added_.size()) {
     return Status(Code::kOutOfRange, "block " + std::to_string(block) + " out of range");
   }
-  // Every digest and the structure first, then the header against what the index says (any
-  // codec is accepted: the container names it).
-  KVCS_ASSIGN_OR_RETURN(kvsp::ContainerView view, kvsp::DecodeContainer(container));
-  kvsp::Codec codec = view.header.codec;
-  KVCS_RETURN_IF_ERROR(kvsp::CheckExpectation(
-      view, kvsp::ExpectFor(descriptor_, compat_id_, block_key, uint32_t(block), codec,
-                            /*layer_first=*/0, uint16_t(descriptor_.layers))));
-  kvsp::SectionShape ks = kvsp::KShape(descriptor_), vs = kvsp::VShape(descriptor_);
-  Bytes raw(ks.raw_bytes());
-  size_t per_layer = IsMla(descriptor_) ? 1 : 2;
-  for (uint32_t l = 0; l < descriptor_.layers; ++l) {
-    KVCS_ASSIGN_OR_RETURN(kvsp::LayerSections sec, kvsp::LayerBytes(view, container, l));
-    KVCS_RETURN_IF_ERROR(kvsp::DecodeSection(codec, ks, sec.k, raw));
-    KVCS_RETURN_IF_ERROR(writer_.Write(l * per_layer, (block - 1) * raw.size(), raw));
-    if (per_layer == 2) {
-      KVCS_RETURN_IF_ERROR(kvsp::DecodeSection(codec, vs, sec.v, raw));
-      KVCS_RETURN_IF_ERROR(writer_.Write(l * per_layer + 1, (block - 1) * raw.size(), raw));
-    }
-  }
+  const size_t per_layer = IsMla(descriptor_) ? 1 : 2;
+  KVCS_RETURN_IF_ERROR(DecodeBlock(
+      descriptor_, compat_id_, block, container, block_key, [&](uint32_t l, bool v, ByteSpan raw) {
+        return writer_.Write(l * per_layer + (v ? 1 : 0), (block - 1) * raw.size(), raw);
+      }));
   added_[block - 1] = true;
   return Status::Ok();
 }
@@ -406,9 +437,8 @@ Result<PackReport> PackDirectory(const KvCacheView& cache, const kvsp::ScopeKey&
   return r;
 }
 
-Result<UnpackReport> UnpackDirectory(const std::string& dir, const std::string& out_path,
-                                     const std::optional<kvsp::ScopeKey>& scope_key,
-                                     const Progress& progress) {
+Result<PackIndex> ReadPackIndex(const std::string& dir,
+                                const std::optional<kvsp::ScopeKey>& scope_key) {
   fs::path in(dir);
   KVCS_ASSIGN_OR_RETURN(Bytes text, ReadFile(in / kIndexFileName, kMaxIndexBytes));
   json idx = json::parse(text.begin(), text.end(), nullptr, /*allow_exceptions=*/false);
@@ -426,7 +456,8 @@ Result<UnpackReport> UnpackDirectory(const std::string& dir, const std::string& 
   if (*field("kvcs_pack") != 1) return Bad(KE::kBadIndex, "index.json: kvcs_pack is not 1");
   auto d = kvsp::DescriptorFromJson(*field("descriptor"));
   if (!d.ok()) return Bad(KE::kBadIndex, "index.json descriptor: " + d.status().message());
-  UnpackReport r;
+  PackIndex r;
+  r.descriptor = *d;
   r.compat_id = kvsp::CompatId(*d);
   KVCS_ASSIGN_OR_RETURN(Digest compat, HexDigest(*field("compat_id"), "compat_id"));
   if (compat != r.compat_id) {
@@ -443,14 +474,15 @@ Result<UnpackReport> UnpackDirectory(const std::string& dir, const std::string& 
     return Bad(KE::kBadIndex, "index.json: tail_tokens is not a count");
   }
   r.tail_tokens_not_packed = field("tail_tokens")->get<uint64_t>();
-  r.blocks = blocks.size();
-  r.tokens = r.blocks * d->block_tokens;
-  if (r.blocks > kMaxCacheTokens || !ids.is_array() || ids.size() != r.tokens) {
+  r.scope_id = scope_id;
+  const uint64_t n_tokens = uint64_t(blocks.size()) * d->block_tokens;
+  if (n_tokens > kMaxCacheTokens || !ids.is_array() || ids.size() != n_tokens) {
     return Bad(KE::kBadIndex, "index.json: token_ids must hold blocks x block_tokens = " +
-                                  std::to_string(r.tokens) + " ids");
+                                  std::to_string(n_tokens) + " ids (at most " +
+                                  std::to_string(kMaxCacheTokens) + ")");
   }
   std::vector<uint32_t> tokens;
-  tokens.reserve(r.tokens);
+  tokens.reserve(n_tokens);
   for (auto& t : ids) {
     if (!t.is_number_unsigned() || t.get<uint64_t>() > UINT32_MAX) {
       return Bad(KE::kBadIndex, "index.json: token_ids holds a value outside 0..4294967295");
@@ -476,6 +508,7 @@ Result<UnpackReport> UnpackDirectory(const std::string& dir, const std::string& 
   std::string scope = field("scope")->is_string() ? field("scope")->get<std::string>() : "";
   std::optional<kvsp::ScopeKey> sk;
   if (scope == "public") {
+    r.public_scope = true;
     sk = kvsp::PublicScopeKey();
   } else if (scope == "private") {
     sk = scope_key;
@@ -499,19 +532,73 @@ Result<UnpackReport> UnpackDirectory(const std::string& dir, const std::string& 
     }
     r.keys_rederived = true;
   }
-  KVCS_ASSIGN_OR_RETURN(KvCacheAssembler a, KvCacheAssembler::Create(out_path, *d, tokens));
-  for (size_t i = 0; i < keys.size(); ++i) {
-    fs::path p = in / (ToHex(keys[i]) + std::string(kContainerSuffix));
-    auto c = ReadFile(p, kMaxContainerFileBytes);
-    if (!c.ok()) return c.status().WithContext("block " + std::to_string(i + 1));
-    Status s = a.AddBlock(i + 1, *c, keys[i]);
-    if (!s.ok())
-      return s.WithContext(p.filename().string() + " (block " + std::to_string(i + 1) + ")");
-    r.container_bytes += c->size();
-    if (progress) progress(i + 1, keys.size());
-  }
+  r.token_ids = std::move(tokens);
+  r.block_keys = std::move(keys);
+  return r;
+}
+
+Result<UnpackReport> UnpackDirectory(const std::string& dir, const std::string& out_path,
+                                     const std::optional<kvsp::ScopeKey>& scope_key,
+                                     const Progress& progress) {
+  KVCS_ASSIGN_OR_RETURN(PackIndex idx, ReadPackIndex(dir, scope_key));
+  UnpackReport r;
+  r.compat_id = idx.compat_id;
+  r.blocks = idx.block_keys.size();
+  r.tokens = idx.token_ids.size();
+  r.tail_tokens_not_packed = idx.tail_tokens_not_packed;
+  r.keys_rederived = idx.keys_rederived;
+  KVCS_ASSIGN_OR_RETURN(KvCacheAssembler a,
+                        KvCacheAssembler::Create(out_path, idx.descriptor, idx.token_ids));
+  KVCS_RETURN_IF_ERROR(ForEachPackedContainer(
+      dir, idx,
+      [&](uint64_t block, ByteSpan c) { return a.AddBlock(block, c, idx.block_keys[block - 1]); },
+      progress, &r.container_bytes));
   KVCS_RETURN_IF_ERROR(a.Finish());
   return r;
+}
+
+Result<PackedKvCache> PackedKvCache::Load(const std::string& dir,
+                                          const std::optional<kvsp::ScopeKey>& scope_key,
+                                          const Progress& progress) {
+  PackedKvCache c;
+  KVCS_ASSIGN_OR_RETURN(c.index_, ReadPackIndex(dir, scope_key));
+  const kvsp::Descriptor& d = c.index_.descriptor;
+  auto dtype = SafetensorsDtypeFor(d.kv_dtype);
+  if (!dtype) return Bad(KE::kBadDescriptor, "kv_dtype " + d.kv_dtype + " unknown");
+  const uint64_t tokens = c.index_.token_ids.size();
+  const uint64_t tensor_bytes = tokens * d.kv_heads * d.head_dim * DtypeSize(*dtype);
+  const bool mla = IsMla(d);
+  const uint64_t total = tensor_bytes * d.layers * (mla ? 1 : 2);
+  if (total > kMaxPackedCacheBytesInMemory) {
+    return ResourceExhausted(dir + " holds " + std::to_string(total) + " bytes of K/V, above the " +
+                             std::to_string(kMaxPackedCacheBytesInMemory) +
+                             "-byte limit for a cache read into memory; kvcs unpack it to "
+                             "safetensors and use that file");
+  }
+  c.k_.assign(d.layers, Bytes(tensor_bytes));
+  c.v_.assign(d.layers, mla ? Bytes() : Bytes(tensor_bytes));
+  KVCS_RETURN_IF_ERROR(ForEachPackedContainer(
+      dir, c.index_,
+      [&](uint64_t block, ByteSpan container) {
+        return DecodeBlock(d, c.index_.compat_id, block, container, c.index_.block_keys[block - 1],
+                           [&](uint32_t l, bool v, ByteSpan raw) {
+                             Bytes& t = v ? c.v_[l] : c.k_[l];
+                             const uint64_t at = (block - 1) * raw.size();
+                             if (at + raw.size() > t.size()) {
+                               return Status(Code::kInternal, "section outside the layer");
+                             }
+                             std::memcpy(t.data() + at, raw.data(), raw.size());
+                             return Status::Ok();
+                           });
+      },
+      progress, &c.container_bytes_));
+  c.view_.descriptor = d;
+  c.view_.token_ids = c.index_.token_ids;
+  for (uint32_t l = 0; l < d.layers; ++l) {
+    c.view_.k.push_back(c.k_[l]);
+    c.view_.v.push_back(mla ? ByteSpan{} : ByteSpan(c.v_[l]));
+  }
+  return c;
 }
 
 }  // namespace kvcs::tensorio

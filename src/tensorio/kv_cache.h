@@ -9,6 +9,7 @@
 //
 // PackDirectory / UnpackDirectory implement the packed directory of the format doc (containers
 // named by block key plus index.json); the kvcs pack/unpack commands are thin wrappers.
+// PackedKvCache reads such a directory into memory, verified, for kvcs publish.
 //
 // KvCacheView borrows the SafetensorsView's bytes (keep the file mapped). Functions are pure apart
 // from the named files they write; nothing here is shared between threads.
@@ -122,6 +123,54 @@ using Progress = std::function<void(uint64_t done, uint64_t total)>;
 Result<PackReport> PackDirectory(const KvCacheView& cache, const kvsp::ScopeKey& scope_key,
                                  bool public_scope, kvsp::Codec codec, const std::string& dir,
                                  const Progress& progress = {}, bool want_section_digests = false);
+
+// A packed directory's index.json, checked against itself: the descriptor and its compat_id, the
+// token ids of the packed blocks, each block's key and file name (derived from the key, never
+// taken from the index). With the scope key (always for a public scope) the Block Keys are
+// re-derived from the token ids and must match.
+struct PackIndex {
+  kvsp::Descriptor descriptor;
+  Digest compat_id{}, scope_id{};
+  bool public_scope = false;
+  std::vector<uint32_t> token_ids;  // blocks x block_tokens
+  std::vector<Digest> block_keys;   // K_1..K_n
+  uint64_t tail_tokens_not_packed = 0;
+  bool keys_rederived = false;
+};
+Result<PackIndex> ReadPackIndex(const std::string& dir,
+                                const std::optional<kvsp::ScopeKey>& scope_key);
+
+// The most K/V bytes PackedKvCache holds in memory: it assembles the whole cache (layer-major,
+// as a safetensors file lays it out) before anything is published; beyond this, unpack to
+// safetensors (kvcs unpack), which is mapped, not read. 16 GiB holds a Llama-3.1-8B cache of
+// 128K tokens in bf16.
+inline constexpr uint64_t kMaxPackedCacheBytesInMemory = uint64_t{16} << 30;
+
+// A KV cache read from a packed directory into memory: every container verified (digests,
+// structure, header against the index) and decoded to raw sections before view() exists.
+// view() borrows this object's buffers (moving the object keeps them). What `kvcs publish`
+// sends when given a directory.
+class PackedKvCache {
+ public:
+  static Result<PackedKvCache> Load(const std::string& dir,
+                                    const std::optional<kvsp::ScopeKey>& scope_key,
+                                    const Progress& progress = {});
+  PackedKvCache(PackedKvCache&&) noexcept = default;
+  PackedKvCache& operator=(PackedKvCache&&) noexcept = default;
+  PackedKvCache(const PackedKvCache&) = delete;
+  PackedKvCache& operator=(const PackedKvCache&) = delete;
+
+  const KvCacheView& view() const { return view_; }
+  const PackIndex& index() const { return index_; }
+  uint64_t container_bytes() const { return container_bytes_; }
+
+ private:
+  PackedKvCache() = default;
+  PackIndex index_;
+  std::vector<Bytes> k_, v_;  // per layer, T·H·D elements
+  KvCacheView view_;
+  uint64_t container_bytes_ = 0;
+};
 
 struct UnpackReport {
   Digest compat_id{};

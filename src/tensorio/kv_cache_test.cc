@@ -235,6 +235,93 @@ TEST(Unpack, PrivateScopeRederivesOnlyWithTheKey) {
   fs::remove_all(dir);
 }
 
+class PackedInMemory : public ::testing::TestWithParam<kvsp::Codec> {};
+
+TEST_P(PackedInMemory, LoadGivesTheFullBlocksLayerMajorBitExact) {
+  TinyCache c;
+  Bytes file = c.Encode();
+  auto v = SafetensorsView::Parse(file);
+  auto kv = ReadKvCache(*v);
+  ASSERT_TRUE(kv.ok());
+  fs::path dir = TempDir("mem" + std::to_string(int(GetParam())));
+  ASSERT_TRUE(PackDirectory(*kv, kvsp::PublicScopeKey(), true, GetParam(), dir.string()).ok());
+  std::vector<uint64_t> progress;
+  auto p = PackedKvCache::Load(dir.string(), std::nullopt, [&](uint64_t done, uint64_t total) {
+    EXPECT_EQ(total, 2u);
+    progress.push_back(done);
+  });
+  ASSERT_TRUE(p.ok()) << p.status().ToString();
+  EXPECT_EQ(progress, (std::vector<uint64_t>{1, 2}));
+  EXPECT_TRUE(p->index().public_scope);
+  EXPECT_TRUE(p->index().keys_rederived);
+  EXPECT_EQ(p->index().tail_tokens_not_packed, 2u);
+  EXPECT_EQ(p->index().scope_id, kvsp::ScopeId(kvsp::PublicScopeKey()));
+  EXPECT_GT(p->container_bytes(), 0u);
+  // Moving the cache keeps its view on the same bytes.
+  PackedKvCache moved = std::move(*p);
+  const KvCacheView& m = moved.view();
+  EXPECT_EQ(m.tokens(), 8u);
+  EXPECT_EQ(m.full_blocks(), 2u);
+  EXPECT_EQ(m.tail_tokens(), 0u);
+  for (size_t i = 0; i < 8; ++i) EXPECT_EQ(m.token_ids[i], 1000 + i);
+  ASSERT_EQ(m.k.size(), kL);
+  for (uint32_t l = 0; l < kL; ++l) {
+    ASSERT_EQ(m.k[l].size(), 8 * kH * kD * 2);
+    ASSERT_EQ(m.v[l].size(), 8 * kH * kD * 2);
+    EXPECT_EQ(0, std::memcmp(m.k[l].data(), c.k[l].data(), m.k[l].size())) << l;
+    EXPECT_EQ(0, std::memcmp(m.v[l].data(), c.v[l].data(), m.v[l].size())) << l;
+    // The same sections a safetensors view gives, block by block.
+    for (uint64_t b = 1; b <= 2; ++b) {
+      EXPECT_EQ(0, std::memcmp(m.KSection(l, b).data(), kv->KSection(l, b).data(),
+                               kv->KSection(l, b).size()));
+    }
+  }
+  fs::remove_all(dir);
+}
+
+INSTANTIATE_TEST_SUITE_P(LosslessCodecs, PackedInMemory,
+                         ::testing::Values(kvsp::Codec::kRaw, kvsp::Codec::kZstd));
+
+TEST(PackedKvCacheLoad, RefusesDamagedSwappedMissingAndForeignScope) {
+  TinyCache c;
+  Bytes file = c.Encode();
+  auto v = SafetensorsView::Parse(file);
+  auto kv = ReadKvCache(*v);
+  kvsp::ScopeKey key{};
+  key[0] = 7;
+  fs::path dir = TempDir("membad");
+  auto r = PackDirectory(*kv, key, false, kvsp::Codec::kRaw, dir.string());
+  ASSERT_TRUE(r.ok());
+  ASSERT_TRUE(PackedKvCache::Load(dir.string(), key).ok());
+  // Another scope's key: the Block Keys do not re-derive.
+  kvsp::ScopeKey wrong{};
+  EXPECT_TRUE(
+      PackedKvCache::Load(dir.string(), wrong).status().Is(KvCacheError::kKeyChainMismatch));
+  // One flipped K/V byte: the container's digest.
+  fs::path victim = dir / (ToHex(r->block_keys[1]) + ".kvsp");
+  Bytes b = Slurp(victim);
+  b[b.size() - 1] ^= 0x01;
+  std::ofstream(victim, std::ios::binary).write(reinterpret_cast<char*>(b.data()), b.size());
+  auto p = PackedKvCache::Load(dir.string(), key);
+  ASSERT_FALSE(p.ok());
+  EXPECT_TRUE(p.status().Is(kvsp::ContainerError::kDigestMismatch)) << p.status().ToString();
+  EXPECT_NE(p.status().message().find("block 2"), std::string::npos) << p.status().ToString();
+  // Block 1's intact container in block 2's place.
+  Bytes a = Slurp(dir / (ToHex(r->block_keys[0]) + ".kvsp"));
+  std::ofstream(victim, std::ios::binary).write(reinterpret_cast<char*>(a.data()), a.size());
+  EXPECT_TRUE(
+      PackedKvCache::Load(dir.string(), key).status().Is(kvsp::ContainerError::kBlockKeyMismatch));
+  // A container missing.
+  fs::remove(victim);
+  p = PackedKvCache::Load(dir.string(), key);
+  ASSERT_FALSE(p.ok());
+  EXPECT_EQ(p.status().code(), Code::kNotFound) << p.status().ToString();
+  // No index at all.
+  fs::remove(dir / "index.json");
+  EXPECT_FALSE(PackedKvCache::Load(dir.string(), key).ok());
+  fs::remove_all(dir);
+}
+
 TEST(Pack, NoFullBlockIsRefused) {
   TinyCache c;
   c.tensors.clear();

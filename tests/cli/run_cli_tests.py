@@ -610,6 +610,20 @@ def stop_publish(p):
         raise Failure("kvcs publish did not stop on SIGINT")
 
 
+def check_first_tokens_bit_exact(a, got_path, tokens, how):
+    """The cache at got_path holds exactly the first `tokens` tokens of the loaded cache `a`
+    (make_kv's layout: 2 KV heads x 8 x bf16 per token), bit for bit; returns its metadata."""
+    b, bmeta = load_safetensors(got_path)
+    check(set(a) == set(b), f"tensor names differ: {sorted(set(a) ^ set(b))}")
+    row = 2 * 8 * 2
+    for name in a:
+        if name == "token_ids":
+            check(token_list(b[name]) == token_list(a[name])[:tokens], "token ids differ")
+            continue
+        check(b[name][2] == a[name][2][:tokens * row], f"{name} differs after {how}")
+    return bmeta
+
+
 def test_publish_get_round_trip_bit_exact(d):
     src = make_kv(f"{d}/c.safetensors", "--tokens", 40)  # 2 blocks of 16 + a tail of 8
     a, ameta = load_safetensors(src)
@@ -630,15 +644,18 @@ def test_publish_get_round_trip_bit_exact(d):
         check(f"found {ns[0]} (2 blocks" in g.stdout, g.stdout)
         check("layer 0 (segment 0, 2 blocks) verified" in g.stdout, g.stdout)
         check("block 0: moqt" in g.stdout and "block 1: moqt" in g.stdout, g.stdout)
-        b, bmeta = load_safetensors(f"{d}/got.safetensors")
-        check(set(a) == set(b), f"tensor names differ: {sorted(set(a) ^ set(b))}")
-        row = 2 * 8 * 2
-        for name in a:
-            if name == "token_ids":
-                check(token_list(b[name]) == token_list(a[name])[:32], "token ids differ")
-                continue
-            check(b[name][2] == a[name][2][:32 * row], f"{name} differs after publish | get")
+        bmeta = check_first_tokens_bit_exact(a, f"{d}/got.safetensors", 32, "publish | get")
         check(json.loads(bmeta["kvsp.descriptor"]) == json.loads(ameta["kvsp.descriptor"]), "desc")
+        # moq-sub speaks the KVCS text form: discovery under kvcs-1/<scope hex> prints the
+        # namespace with hex fields, and a subscription by that text receives the k track.
+        scope_prefix = "/".join(ns[0].split("/")[:2])
+        n = run("moq-sub", url, "--insecure", "--discover", scope_prefix, "--timeout", 30)
+        check(f"namespace {ns[0]}\n" in n.stdout, n.stdout)
+        s = run("moq-sub", url, "--insecure", "--namespace", ns[0], "--track", "k.raw.s0",
+                "--fill", "--print", "group", "--timeout", 30)
+        check("complete: " in s.stdout and "track ended" in s.stdout, s.stdout)
+        e = run("moq-sub", url, "--insecure", "--namespace", scope_prefix[:-1], ok=False)
+        check("scope_id must be 64 hex characters" in e.stderr, e.stderr)
         # A live join of the first block and layer 1 only; no --out (not every layer).
         g = run("get", *common, "--live", "--layers", "1-1", "--blocks", 1)
         check("layer 1 (segment 0, 1 blocks) verified" in g.stdout, g.stdout)
@@ -656,6 +673,42 @@ def test_publish_get_round_trip_bit_exact(d):
     for sub in ("publish", "get"):
         h = run(sub, "--help")
         check("Example" in h.stdout, f"kvcs {sub} --help: no example")
+
+
+def test_publish_from_packed_containers_bit_exact(d):
+    """kvcs pack -> kvcs publish DIR (KVSP containers, verified before publishing) -> kvcs get:
+    bit-exact; a damaged container or another scope's key is refused before anything is served."""
+    src = make_kv(f"{d}/c.safetensors", "--tokens", 40)  # 2 blocks of 16 + a tail of 8
+    a, ameta = load_safetensors(src)
+    write(f"{d}/prompt.txt", " ".join(map(str, token_list(a["token_ids"]))))
+    write(f"{d}/d.json", ameta["kvsp.descriptor"])
+    run("keygen", "scope", "--out", f"{d}/s.key")
+    run("keygen", "scope", "--out", f"{d}/other.key")
+    run("pack", src, "--out", f"{d}/packed", "--codec", "zstd", "--scope-key-file", f"{d}/s.key")
+    e = run("publish", f"{d}/packed", "--scope-key-file", f"{d}/other.key", ok=False)
+    check("scope key" in e.stderr and "hint:" in e.stderr, e.stderr)
+    e = run("publish", f"{d}/packed", "--public", ok=False)
+    check("hint:" in e.stderr, e.stderr)
+    p, url, seen = start_publish(f"{d}/packed", "--scope-key-file", f"{d}/s.key", "--linger", 60)
+    try:
+        out = "".join(seen)
+        check("read 2 verified containers" in out and "layer 1 published (2 blocks)" in out, out)
+        g = run("get", url, "--insecure", "--tokens", f"{d}/prompt.txt", "--descriptor",
+                f"{d}/d.json", "--scope-key-file", f"{d}/s.key", "--completed", "--out",
+                f"{d}/got.safetensors")
+        check("block 0: moqt" in g.stdout and "block 1: moqt" in g.stdout, g.stdout)
+        check_first_tokens_bit_exact(a, f"{d}/got.safetensors", 32, "pack | publish | get")
+    finally:
+        stop_publish(p)
+    # One flipped byte in a container: refused, naming the block; nothing is served.
+    idx = json.loads(read(f"{d}/packed/index.json"))
+    victim = f"{d}/packed/{idx['blocks'][1]['block_key']}.kvsp"
+    data = bytearray(open(victim, "rb").read())
+    data[-1] ^= 1
+    open(victim, "wb").write(bytes(data))
+    e = run("publish", f"{d}/packed", "--scope-key-file", f"{d}/s.key", "--listen",
+            "127.0.0.1:0", ok=False)
+    check("block 2" in e.stderr and "listening" not in e.stdout, e.stdout + e.stderr)
 
 
 def test_publish_get_encrypted(d):
