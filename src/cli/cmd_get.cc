@@ -1,8 +1,9 @@
-// kvcs get: retrieve a KV cache over MOQT from a publisher (`kvcs publish`) or relay: discover
-// the publication of the longest prefix of the prompt (§5.1), retrieve it (by default per segment
-// by the manifest's `complete`: FETCH §5.3 when complete, else live §5.2; --live / --completed
-// force one), verify every manifest and object (§5.4), recover what is missing or corrupt from
-// the prefix's other publications, then the --holder KVSP HTTP holders (kvcs_stream/recovery.h),
+// kvcs get: retrieve a KV cache over MOQT from a publisher (`kvcs publish`) or relays: discover
+// the publication of the longest prefix of the prompt (§5.1) at the first URL that answers,
+// retrieve it (by default per segment by the manifest's `complete`: FETCH §5.3 when complete,
+// else live §5.2; --live / --completed force one), verify every manifest and object (§5.4),
+// recover what is missing or corrupt from the prefix's other publications, the same publication
+// at the other URLs, then the --holder KVSP HTTP holders (kvcs_stream/recovery.h),
 // print the per-layer timeline and where every block came from, and write the verified cache as
 // safetensors.
 #include <algorithm>
@@ -34,9 +35,13 @@ namespace asio = boost::asio;
 constexpr char kCmd[] = "get";
 constexpr size_t kMaxPromptFileBytes = size_t{256} << 20;
 constexpr auto kTick = std::chrono::milliseconds(10);
+// URLs of one retrieval: a session each, held for the whole retrieval; more relays than this
+// carrying one publication add nothing a consumer would wait for.
+constexpr size_t kMaxUrls = 8;
 
 struct Args {
-  std::string url, tokens_file, descriptor_file, producer_key, out, layers;
+  std::vector<std::string> urls;  // publishers or relays of the publication, in preference order
+  std::string tokens_file, descriptor_file, producer_key, out, layers;
   std::vector<std::string> holders;
   ScopeOptions scope;
   ClientTlsOptions tls;
@@ -80,7 +85,7 @@ class Get {
   explicit Get(Args a) : a_(std::move(a)), timer_(io_) {}
 
   int Go() {
-    if (a_.url.empty() && !a_.index.enabled()) {
+    if (a_.urls.empty() && !a_.index.enabled()) {
       return Fail(kCmd, "no publisher or relay URL", "pass moqt://HOST:PORT/, or --index URL");
     }
     std::optional<index::IndexClient> index_client;
@@ -116,12 +121,22 @@ class Get {
     scope_key_ = *scope_key;
     tokens_ = *tokens;
     if (index_client) AskIndex(*index_client);
-    if (a_.url.empty()) {
+    if (a_.urls.empty()) {
       return Fail(kCmd, "the index knows no moqt:// holder of this prompt's prefix",
                   "pass the publisher or relay URL to discover over MOQT instead");
     }
-    auto url = moqt::ParseMoqtUrl(a_.url);
-    if (!url.ok()) return Fail(kCmd, url.status().message(), "e.g. moqt://127.0.0.1:4443/");
+    if (a_.urls.size() > kMaxUrls) {
+      return Fail(kCmd,
+                  std::to_string(a_.urls.size()) + " URLs, more than " + std::to_string(kMaxUrls),
+                  "name the publisher or the few relays nearest to you");
+    }
+    reported_down_.assign(a_.urls.size(), false);
+    std::vector<moqt::MoqtUrl> urls;
+    for (const std::string& u : a_.urls) {
+      auto url = moqt::ParseMoqtUrl(u);
+      if (!url.ok()) return Fail(kCmd, url.status().message(), "e.g. moqt://127.0.0.1:4443/");
+      urls.push_back(*url);
+    }
     if (a_.live && a_.completed) return Fail(kCmd, "--live and --completed exclude each other");
     if (!a_.producer_key.empty()) {
       auto kf = LoadKeyFile(a_.producer_key);
@@ -154,9 +169,15 @@ class Get {
       holders_.push_back(std::make_unique<kvsp_http::HttpHolderSource>(
           std::move(*hc), [this](std::function<void()> f) { asio::post(io_, std::move(f)); }));
     }
-    auto c = moqt::MoqtClient::Connect(io_, a_.tls.ClientConfig(*url), nullptr);
-    if (!c.ok()) return Fail(kCmd, "cannot connect to " + a_.url + ": " + c.status().message());
-    client_ = std::move(*c);
+    // Every URL at once: the first that answers (in the order given) is the primary, the others
+    // that are up when the retrieval starts recover what it lacks (the same publication there).
+    for (size_t i = 0; i < urls.size(); ++i) {
+      auto c = moqt::MoqtClient::Connect(io_, a_.tls.ClientConfig(urls[i]), nullptr);
+      if (!c.ok()) {
+        return Fail(kCmd, "cannot connect to " + a_.urls[i] + ": " + c.status().message());
+      }
+      clients_.push_back(std::move(*c));
+    }
     start_ms_ = NowMs();
     Tick();
     io_.run();
@@ -164,9 +185,44 @@ class Get {
   }
 
  private:
+  // The primary: the first URL whose session is up once every URL before it has failed.
+  // Returns false when every session failed (the command has then failed).
+  bool PickPrimary() {
+    for (size_t i = 0; i < clients_.size(); ++i) {
+      moqt::MoqtClient& c = *clients_[i];
+      if (c.closed()) {
+        if (!reported_down_[i]) {
+          reported_down_[i] = true;
+          const auto& end = c.end();
+          std::cout << a_.urls[i] << ": " << (end ? end->ToString() : std::string("closed"))
+                    << (i + 1 < clients_.size() ? "; trying the next URL" : "") << std::endl;
+        }
+        continue;
+      }
+      if (!c.setup_complete()) return true;  // wait for it: it comes first
+      client_ = &c;
+      url_ = a_.urls[i];
+      if (clients_.size() > 1) std::cout << "primary " << url_ << std::endl;
+      return true;
+    }
+    const auto& end = clients_.front()->end();
+    rc_ = Fail(kCmd, "session ended: " + (end ? end->ToString() : std::string("closed")),
+               end ? ConnectHint(*end) : "");
+    Finish();
+    return false;
+  }
+
   void Tick() {
     if (finished_) return;
-    if (client_->closed()) {
+    if (client_ == nullptr && !PickPrimary()) return;
+    if (client_ == nullptr) {
+      timer_.expires_after(kTick);
+      timer_.async_wait([this](const boost::system::error_code& ec) {
+        if (!ec) Tick();
+      });
+      return;
+    }
+    if (client_->closed() && !retrieval_) {
       const auto& end = client_->end();
       rc_ = Fail(kCmd, "session ended: " + (end ? end->ToString() : std::string("closed")),
                  end ? ConnectHint(*end) : "");
@@ -232,17 +288,20 @@ class Get {
         if (!h || h->ns.scope_id != identity_.scope_id || h->ns.compat_id != identity_.compat_id) {
           continue;
         }
-        if (!a_.url.empty() && a_.url != h->endpoint) continue;  // another endpoint
+        if (!a_.urls.empty() &&
+            std::find(a_.urls.begin(), a_.urls.end(), h->endpoint) == a_.urls.end()) {
+          continue;  // another endpoint
+        }
         stream::FoundPublication p;
         p.ns = h->ns;
         p.anchor_blocks = i + 1;  // a longer publication serves the whole matched prefix
         for (uint64_t b = 0; b < identity_.blocks(); ++b) {
           if (identity_.block_keys[b] == h->ns.anchor_key) p.anchor_blocks = b + 1;
         }
-        if (a_.url.empty()) a_.url = h->endpoint;
+        if (a_.urls.empty()) a_.urls.push_back(h->endpoint);
         from_index_.publications.push_back(p);
         std::cout << "index: retrieving " << profile::ToString(p.ns) << " (" << p.anchor_blocks
-                  << " blocks) from " << a_.url << std::endl;
+                  << " blocks) from " << h->endpoint << std::endl;
         return;
       }
     }
@@ -268,7 +327,7 @@ class Get {
     discovery_.reset();
     if (r.best() == nullptr) {
       rc_ = Fail(kCmd,
-                 "no publication of any prefix of the prompt at " + a_.url + " (" +
+                 "no publication of any prefix of the prompt at " + url_ + " (" +
                      std::to_string(r.prefixes_tried) + " prefixes tried" +
                      (r.timed_out ? ", timed out" : "") + ")",
                  "check the scope key, tokens and descriptor against the publisher's");
@@ -307,7 +366,14 @@ class Get {
                tensorio::DtypeSize(*tensorio::SafetensorsDtypeFor(d.kv_dtype));
     // The prefix's other publications, then the holders, recover what the first one lacks.
     for (size_t i = 1; i < r.publications.size(); ++i) {
-      ro.alternates.push_back({&client_->session(), r.publications[i].ns, a_.url});
+      ro.alternates.push_back({&client_->session(), r.publications[i].ns, url_});
+    }
+    // The same publication at every other URL whose session is up (another relay carrying it).
+    for (size_t i = 0; i < clients_.size(); ++i) {
+      moqt::MoqtClient& c = *clients_[i];
+      if (&c == client_ || c.closed() || !c.setup_complete()) continue;
+      ro.alternates.push_back({&c.session(), r.best()->ns, a_.urls[i]});
+      std::cout << "alternate " << a_.urls[i] << std::endl;
     }
     for (const auto& h : holders_) ro.holders.push_back(h.get());
     auto ret = stream::Recovery::Start(
@@ -413,7 +479,9 @@ class Get {
     timer_.cancel();
     retrieval_.reset();
     discovery_.reset();
-    if (client_ && !client_->closed()) client_->Close(moqt::SessionError::kNoError, "done");
+    for (auto& c : clients_) {
+      if (!c->closed()) c->Close(moqt::SessionError::kNoError, "done");
+    }
     timer_.expires_after(std::chrono::milliseconds(50));
     timer_.async_wait([this](const boost::system::error_code&) { io_.stop(); });
   }
@@ -421,7 +489,10 @@ class Get {
   Args a_;
   asio::io_context io_;
   asio::steady_timer timer_;
-  std::unique_ptr<moqt::MoqtClient> client_;
+  std::vector<std::unique_ptr<moqt::MoqtClient>> clients_;  // one per URL
+  std::vector<bool> reported_down_;                         // per URL: its failure was printed
+  moqt::MoqtClient* client_ = nullptr;                      // the primary, once picked
+  std::string url_;                                         // its URL
   stream::CacheIdentity identity_;
   kvsp::ScopeKey scope_key_{};
   std::vector<uint32_t> tokens_;
@@ -442,9 +513,10 @@ RunFn Setup(CLI::App& app) {
   auto a = std::make_shared<Args>();
   auto* cmd = app.add_subcommand(
       kCmd, "Retrieve a KV cache over MOQT: discover, retrieve, verify, write safetensors");
-  cmd->add_option("url", a->url,
-                  "the publisher or relay, moqt://HOST:PORT/ (optional with --index: the "
-                  "index's moqt:// holder)");
+  cmd->add_option("url", a->urls,
+                  "the publisher or relays, moqt://HOST:PORT/, in preference order: the first "
+                  "that answers is retrieved from, the others recover what it lacks (optional "
+                  "with --index: the index's moqt:// holder)");
   cmd->add_option("--tokens", a->tokens_file, "file of the prompt's token ids")->required();
   cmd->add_option("--descriptor", a->descriptor_file, "Compatibility Descriptor JSON file")
       ->required();
@@ -481,6 +553,9 @@ RunFn Setup(CLI::App& app) {
       "Example:\n"
       "  kvcs get moqt://127.0.0.1:4443/ --insecure --tokens prompt.txt --descriptor d.json \\\n"
       "      --scope-key-file tenant.key --producer-key producer.pub --out got.safetensors\n"
+      "  kvcs get moqt://relay-a:4443/ moqt://relay-b:4443/ --ca relays.pem --tokens prompt.txt "
+      "\\\n"
+      "      --descriptor d.json --scope-key-file tenant.key   # relay-b if relay-a is down\n"
       "  kvcs get --index http://127.0.0.1:7070 --index-token-file lookup.jwt --insecure \\\n"
       "      --tokens prompt.txt --descriptor d.json --scope-key-file tenant.key\n"
       "Without --live or --completed each segment is retrieved by what the manifest says: FETCHed\n"

@@ -48,8 +48,10 @@ def start(args, want_prefix, deadline_s=30):
         if into_queue:
             lines.put(None)
 
+    p.threads = []  # this process's readers: stop() waits for these alone
     for f, q in ((p.stdout, True), (p.stderr, False)):
-        threading.Thread(target=pump, args=(f, q), daemon=True).start()
+        p.threads.append(threading.Thread(target=pump, args=(f, q), daemon=True))
+        p.threads[-1].start()
     seen = []
     deadline = time.monotonic() + deadline_s
     while True:
@@ -61,9 +63,10 @@ def start(args, want_prefix, deadline_s=30):
             break
         seen.append(line)
         if line.startswith(want_prefix):
-            threading.Thread(target=lambda: [add_rest(ln) for ln in
-                                             iter(lambda: lines.get() or "", "")],
-                             daemon=True).start()
+            p.threads.append(threading.Thread(target=lambda: [add_rest(ln) for ln in
+                                                              iter(lambda: lines.get() or "", "")],
+                                              daemon=True))
+            p.threads[-1].start()
             return p, line, seen
     p.kill()
     p.wait()
@@ -88,9 +91,8 @@ def stop(p, sig=signal.SIGTERM):
     except subprocess.TimeoutExpired:
         p.kill()
         raise Failure("process did not exit after SIGTERM")
-    for t in threading.enumerate():
-        if t is not threading.current_thread() and t.daemon:
-            t.join(timeout=5)
+    for t in getattr(p, "threads", []):
+        t.join(timeout=5)
     return p.returncode, "".join(getattr(p, "rest", [])), ""
 
 
@@ -411,6 +413,50 @@ def test_publishers_that_leave_before_any_subscriber_leave_their_publication_cac
         check(m.get("kvcs_relay_publishes_total", 0) >= 3, m)
     finally:
         stop(relay)
+
+
+def test_kvcs_get_takes_several_relays_in_preference_order():
+    """kvcs get URL1 URL2 URL3: a URL that does not answer is passed over, the first that answers
+    is the primary, the others up are alternates; the cache is written bit-exact. The relays are
+    a root the publication was PUBLISHed to and a leaf pulling from it."""
+    import socket
+    import tempfile
+    with tempfile.TemporaryDirectory() as d:
+        src = cli.make_kv(f"{d}/c.safetensors", "--tokens", 48)
+        a, ameta = cli.load_safetensors(src)
+        cli.write(f"{d}/prompt.txt", " ".join(map(str, cli.token_list(a["token_ids"]))))
+        cli.write(f"{d}/d.json", ameta["kvsp.descriptor"])
+        cli.run("keygen", "scope", "--out", f"{d}/s.key")
+        root, root_url = start_relay("--open", "--id", "root")
+        leaf, leaf_url = start_relay("--open", "--id", "leaf", "--upstream", root_url,
+                                     "--upstream-insecure")
+        # A UDP port nobody serves: bound here and closed, so nothing answers the handshake.
+        with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
+            s.bind(("127.0.0.1", 0))
+            dead_url = f"moqt://127.0.0.1:{s.getsockname()[1]}/"
+        try:
+            pb = cli.run("publish", src, "--relay", root_url, "--insecure", "--scope-key-file",
+                         f"{d}/s.key", "--linger", 0)
+            check("the relay holds" in pb.stdout, pb.stdout)
+            g = cli.run("get", dead_url, leaf_url, root_url, "--insecure", "--connect-timeout", 2,
+                        "--tokens", f"{d}/prompt.txt", "--descriptor", f"{d}/d.json",
+                        "--scope-key-file", f"{d}/s.key", "--completed", "--out",
+                        f"{d}/got.safetensors")
+            check(f"{dead_url}: " in g.stdout and "trying the next URL" in g.stdout, g.stdout)
+            check(f"primary {leaf_url}" in g.stdout and f"alternate {root_url}" in g.stdout,
+                  g.stdout)
+            check("block 2: moqt fetch" in g.stdout, g.stdout)
+            b, _ = cli.load_safetensors(f"{d}/got.safetensors")
+            for name in a:
+                if name != "token_ids":
+                    check(b[name][2] == a[name][2], f"{name} differs after get from the leaf")
+            e = cli.run("get", dead_url, "--insecure", "--connect-timeout", 1, "--tokens",
+                        f"{d}/prompt.txt", "--descriptor", f"{d}/d.json", "--scope-key-file",
+                        f"{d}/s.key", ok=False)
+            check("session ended" in e.stderr and "hint:" in e.stderr, e.stderr)
+        finally:
+            stop(leaf)
+            stop(root)
 
 
 def main():
