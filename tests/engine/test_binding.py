@@ -77,6 +77,9 @@ def main():
             pass
         load = c.load(tokens, 0, [0, 2, 3], dst, head_major)
         raises("KVCS_ERR_UNKNOWN_LAYER", load.wait_layer, L)
+        # The load runs ahead of the engine: the last layer arrives before the engine has asked
+        # for (or computed with) any earlier one, so every layer is in flight at once.
+        check(load.wait_layer(L - 1) == [], "the last layer, waited for first")
         for layer in range(L):
             check(load.wait_layer(layer) == [], "layer %d failed" % layer)
             for i, (src, to) in enumerate(zip(ids, [0, 2, 3])):
