@@ -218,16 +218,7 @@ class RecoveryE2E : public ::testing::Test {
     (void)client.CreateBucket(objcache::kDefaultKvBucket);
     std::vector<Bytes> containers;
     for (uint64_t b = 0; b < kHeldBlocks; ++b) {
-      std::vector<Bytes> raw;
-      for (uint32_t l = 0; l < d_.layers; ++l) {
-        raw.push_back(test::LayerK(d_, l, b, 1));
-        raw.push_back(test::LayerV(d_, l, b, 1));
-      }
-      std::vector<kvsp::LayerSections> secs;
-      for (size_t i = 0; i < raw.size(); i += 2) secs.push_back({raw[i], raw[i + 1]});
-      auto c =
-          kvsp::EncodeContainerFromRaw(d_, id.compat_id, id.block_keys[b],
-                                       static_cast<uint32_t>(b + 1), kvsp::Codec::kRaw, 0, secs);
+      auto c = test::BlockContainer(d_, id.compat_id, id.block_keys[b], b, 0, d_.layers - 1);
       ASSERT_TRUE(c.ok()) << c.status().ToString();
       containers.push_back(std::move(*c));
     }

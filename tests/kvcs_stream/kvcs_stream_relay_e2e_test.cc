@@ -7,8 +7,11 @@
 // mode (a discovered publication joined live while produced, FETCHed once finished), a
 // consumer after the publisher left, and recovery: the relay destroyed mid-retrieval (another
 // relay carries the publication) and the publisher stopping mid-production, each within its
-// bound and reporting what must be recomputed. One io_context on the test thread; every wait is
-// bounded.
+// bound and reporting what must be recomputed. Also through the relay: a publication of two
+// segments, the codec choice between a kv.<codec> track and the raw pair, and a relay serving a
+// corrupt or a missing object (relay::test::TamperingSource in front of the real relay) recovered
+// from a KVSP HTTP holder (the S3 server with the ObjectCache extensions, in process) or from
+// another relay. One io_context on the test thread; every wait is bounded.
 #include <gtest/gtest.h>
 
 #include <chrono>
@@ -16,16 +19,27 @@
 #include <fstream>
 #include <map>
 #include <set>
+#include <thread>
 
 #include "common/asio.h"
 #include "kvcs_stream/discovery.h"
+#include "kvcs_stream/encoding.h"
 #include "kvcs_stream/publisher.h"
 #include "kvcs_stream/recovery.h"
 #include "kvcs_stream/retrieval.h"
 #include "kvcs_stream/test_tools/test_cache.h"
+#include "kvsp_http/holder_client.h"
+#include "kvsp_http/http_holder_source.h"
 #include "moqt_endpoint/moqt_endpoint.h"
+#include "objcache/block_layout.h"
+#include "objcache/client.h"
+#include "objcache/service.h"
 #include "quic/tls.h"
 #include "relay/relay_server.h"
+#include "relay/test_tools/tampering_source.h"
+#include "s3/config.h"
+#include "s3/server.h"
+#include "store/local_store.h"
 
 namespace kvcs::stream {
 namespace {
@@ -42,7 +56,84 @@ struct Got {
   std::map<std::pair<uint64_t, uint32_t>, int> pairs;  // (block, layer) -> deliveries
   int mismatches = 0;
   std::optional<RetrievalReport> report;
-  uint64_t done_ms = 0;
+  uint64_t start_ms = 0, done_ms = 0;
+  Encoding encoding;  // what the delivered bytes are compared with (Delivered)
+};
+
+// Block `block` of `layer` as a consumer of encoding `e` gets it: the source's raw K and V, or,
+// for another codec, the source encoded as the publisher does and decoded again (fp8 and int8 are
+// lossy: the consumer gets exactly what the publisher's objects hold, not the source).
+std::pair<Bytes, Bytes> Delivered(const kvsp::Descriptor& d, const Encoding& e, uint32_t layer,
+                                  uint64_t block) {
+  std::pair<Bytes, Bytes> raw{test::LayerK(d, layer, block, 1), test::LayerV(d, layer, block, 1)};
+  if (e.codec == kvsp::Codec::kRaw) return raw;
+  const std::vector<profile::Component> tracks =
+      e.joint ? std::vector{profile::Component::kKV}
+              : std::vector{profile::Component::kK, profile::Component::kV};
+  std::pair<Bytes, Bytes> out;
+  for (profile::Component c : tracks) {
+    auto data = EncodeData(d, e.codec, c, raw.first, raw.second);
+    if (!data.ok() || !DecodeData(d, e.codec, c, *data, &out.first, &out.second).ok()) return {};
+  }
+  return out;
+}
+
+// A KVSP §8 holder over real HTTP on 127.0.0.1: the S3 server with the ObjectCache extensions
+// (what `kvcs store` serves) over a LocalStore in `root`, on its own thread, loaded by one
+// aggregated PUT with the raw containers (every layer) of the first `blocks` blocks of the cache.
+class HolderStore {
+ public:
+  ~HolderStore() {
+    if (server_) server_->Stop();
+    if (runner_.joinable()) runner_.join();
+    server_.reset();
+    store_.reset();
+    std::error_code ec;
+    std::filesystem::remove_all(root_, ec);
+  }
+  Status Start(const std::filesystem::path& root, const kvsp::Descriptor& d,
+               const CacheIdentity& id, uint64_t blocks) {
+    root_ = root;
+    std::error_code ec;
+    std::filesystem::remove_all(root_, ec);  // a previous test's
+    store::LocalStoreOptions so;
+    so.read_threads = 2;
+    so.sync = false;
+    KVCS_ASSIGN_OR_RETURN(store_, store::LocalStore::Open(root_.string(), so));
+    s3::ServerConfig cfg;
+    cfg.port = 0;
+    cfg.secrets[s3::kDevAccessKey] = s3::kDevSecretKey;
+    cfg.io_threads = 1;
+    server_ = std::make_unique<s3::Server>(cfg, *store_);
+    for (auto& e : service_.Extensions()) server_->AddExtension(std::move(e));
+    KVCS_RETURN_IF_ERROR(server_->Start());
+    runner_ = std::thread([this] { server_->Run(false); });
+    objcache::ClientOptions co;
+    co.port = server_->port();
+    co.access_key = s3::kDevAccessKey;
+    co.secret_key = s3::kDevSecretKey;
+    objcache::Client client(co);
+    KVCS_RETURN_IF_ERROR(client.CreateBucket(objcache::kDefaultKvBucket));
+    std::vector<Bytes> containers;
+    for (uint64_t b = 0; b < blocks; ++b) {
+      KVCS_ASSIGN_OR_RETURN(
+          Bytes c, test::BlockContainer(d, id.compat_id, id.block_keys[b], b, 0, d.layers - 1));
+      containers.push_back(std::move(c));
+    }
+    std::vector<ByteSpan> spans(containers.begin(), containers.end());
+    KVCS_ASSIGN_OR_RETURN(
+        auto put, client.AggregatePut(objcache::kDefaultKvBucket, id.scope_id, spans, true));
+    if (put.stored != blocks) return Internal("the holder did not store every block");
+    return Status::Ok();
+  }
+  std::string url() const { return "http://127.0.0.1:" + std::to_string(server_->port()); }
+
+ private:
+  std::filesystem::path root_;
+  std::unique_ptr<store::LocalStore> store_;
+  objcache::Service service_{objcache::ServiceOptions{}};
+  std::unique_ptr<s3::Server> server_;
+  std::thread runner_;
 };
 
 // The publisher's side of one relay: a client session whose TrackSource is the publisher's store.
@@ -62,6 +153,12 @@ class KvcsRelayE2E : public ::testing::Test {
   std::vector<std::unique_ptr<relay::RelayServer>> relays_;
   std::vector<std::unique_ptr<Announcer>> announcers_;
   std::vector<std::unique_ptr<moqt::MoqtClient>> clients_;
+  // Tampering relays in front of relays_ and the servers that serve them.
+  std::vector<std::unique_ptr<relay::test::TamperingSource>> tamperers_;
+  std::vector<std::unique_ptr<moqt::MoqtServer>> servers_;
+  std::unique_ptr<HolderStore> holder_store_;
+  std::unique_ptr<kvsp_http::HttpHolderSource> holder_;
+  std::filesystem::path dir_;
   std::string cert_, key_;
   profile::KeySet keys_;
 
@@ -69,11 +166,11 @@ class KvcsRelayE2E : public ::testing::Test {
     scope_[0] = 3;
     auto pem = quic::GenerateSelfSignedCert("localhost");
     ASSERT_TRUE(pem.ok());
-    auto dir = std::filesystem::temp_directory_path() /
-               ("kvcs_stream_relay_e2e_" + std::to_string(getpid()));
-    std::filesystem::create_directories(dir);
-    cert_ = (dir / "cert.pem").string();
-    key_ = (dir / "key.pem").string();
+    dir_ = std::filesystem::temp_directory_path() /
+           ("kvcs_stream_relay_e2e_" + std::to_string(getpid()));
+    std::filesystem::create_directories(dir_);
+    cert_ = (dir_ / "cert.pem").string();
+    key_ = (dir_ / "key.pem").string();
     std::ofstream(cert_) << pem->cert_pem;
     std::ofstream(key_) << pem->key_pem;
     auto producer = *profile::SigningKey::Generate(profile::CoseAlg::kES256, Bytes{'r'});
@@ -87,9 +184,22 @@ class KvcsRelayE2E : public ::testing::Test {
     pub_ = std::move(*p);
   }
   void TearDown() override {
+    holder_.reset();
+    holder_store_.reset();
     clients_.clear();
+    servers_.clear();
+    tamperers_.clear();
     announcers_.clear();
     relays_.clear();
+  }
+  // Replaces the publication by one offering `encodings` (another Publication ID); before
+  // Announce.
+  void Republish(std::vector<Encoding> encodings) {
+    PublisherConfig c = pub_->config();
+    c.encodings = std::move(encodings);
+    auto p = Publisher::Create(&store_, c, tokens_);
+    ASSERT_TRUE(p.ok()) << p.status().ToString();
+    pub_ = std::move(*p);
   }
   bool RunUntil(const std::function<bool()>& pred, const std::function<void()>& tick = {}) {
     const uint64_t deadline = NowMs() + 30000;
@@ -116,6 +226,35 @@ class KvcsRelayE2E : public ::testing::Test {
     return relays_.size() - 1;
   }
   uint16_t RelayPort(size_t i) const { return relays_[i]->port(); }
+  // A tampering relay in front of relay `i` (its cache and upstream feeds are real), served by a
+  // MoqtServer on 127.0.0.1; returns its port.
+  uint16_t ServeTampered(size_t i, relay::test::TamperingSource::Tamper tamper,
+                         relay::test::TamperingSource::Drop drop = {}) {
+    tamperers_.push_back(std::make_unique<relay::test::TamperingSource>(
+        &relays_[i]->relay(), std::move(tamper), std::move(drop)));
+    moqt::MoqtServerConfig sc;
+    sc.quic.host = "127.0.0.1";
+    sc.quic.cert_file = cert_;
+    sc.quic.key_file = key_;
+    auto s = moqt::MoqtServer::Create(io_, sc, tamperers_.back().get());
+    EXPECT_TRUE(s.ok()) << s.status().ToString();
+    if (!s.ok()) return 0;
+    servers_.push_back(std::move(*s));
+    return servers_.back()->port();
+  }
+  // A KVSP HTTP holder of blocks 0..blocks-1 (every layer) as a recovery source.
+  HolderSource* StartHolder(uint64_t blocks) {
+    holder_store_ = std::make_unique<HolderStore>();
+    Status st = holder_store_->Start(dir_ / "holder", d_,
+                                     *CacheIdentity::Compute(d_, scope_, tokens_), blocks);
+    EXPECT_TRUE(st.ok()) << st.ToString();
+    auto hc = kvsp_http::HolderClient::Create(holder_store_->url(), {});
+    EXPECT_TRUE(hc.ok()) << hc.status().ToString();
+    if (!st.ok() || !hc.ok()) return nullptr;
+    holder_ = std::make_unique<kvsp_http::HttpHolderSource>(
+        std::move(*hc), [this](std::function<void()> f) { asio::post(io_, std::move(f)); });
+    return holder_.get();
+  }
   moqt::MoqtClientConfig ClientConfig(uint16_t port) const {
     moqt::MoqtClientConfig c;
     c.quic.host = "127.0.0.1";
@@ -163,15 +302,15 @@ class KvcsRelayE2E : public ::testing::Test {
   // A Recovery (without recovery sources: a plain Retrieval with the same report) on `session`.
   std::unique_ptr<Recovery> Start(moqt::MoqtSession* session, RecoveryOptions o, Got* got) {
     const kvsp::Descriptor d = d_;
+    got->start_ms = NowMs();
     auto r = Recovery::Start(
         session, std::move(o),
         [got, d](const VerifiedLayer& l) {
           for (size_t i = 0; i < l.k.size(); ++i) {
             got->pairs[{l.first_block + i, l.layer}]++;
-            if (Bytes(l.k[i].begin(), l.k[i].end()) !=
-                    test::LayerK(d, l.layer, l.first_block + i, 1) ||
-                Bytes(l.v[i].begin(), l.v[i].end()) !=
-                    test::LayerV(d, l.layer, l.first_block + i, 1)) {
+            auto [k, v] = Delivered(d, got->encoding, l.layer, l.first_block + i);
+            if (Bytes(l.k[i].begin(), l.k[i].end()) != k ||
+                Bytes(l.v[i].begin(), l.v[i].end()) != v) {
               got->mismatches++;
             }
           }
@@ -184,10 +323,19 @@ class KvcsRelayE2E : public ::testing::Test {
     EXPECT_TRUE(r.ok()) << r.status().ToString();
     return r.ok() ? std::move(*r) : nullptr;
   }
-  void Produce(uint32_t to) {
+  // A Recovery on `session` run to its end: *got holds its report.
+  void Retrieve(moqt::MoqtSession* session, RecoveryOptions o, Got* got) {
+    auto rec = Start(session, std::move(o), got);
+    ASSERT_NE(rec, nullptr);
+    ASSERT_TRUE(RunUntil([&] { return got->report.has_value(); }, [&] { rec->OnTimer(); }));
+  }
+  // Layers up to `to` of the current segment, whose first block is `first_block`.
+  void Produce(uint32_t to, uint64_t first_block = 0) {
+    const uint64_t n = pub_->segment_blocks();
     for (uint32_t l = pub_->next_layer(); l < to; ++l) {
-      ASSERT_TRUE(
-          pub_->PublishLayer(l, test::LayerK(d_, l, 0, 12), test::LayerV(d_, l, 0, 12)).ok());
+      ASSERT_TRUE(pub_->PublishLayer(l, test::LayerK(d_, l, first_block, n),
+                                     test::LayerV(d_, l, first_block, n))
+                      .ok());
       Poll();
     }
   }
@@ -201,6 +349,19 @@ class KvcsRelayE2E : public ::testing::Test {
     EXPECT_EQ(g.pairs.size(), blocks * layers);
     for (const auto& [k, n] : g.pairs) EXPECT_EQ(n, 1) << k.first << "/" << k.second;
     EXPECT_LE(g.done_ms, g.report->deadline_ms + kTickSlackMs);
+  }
+  // Everything once (ExpectEverythingOnce) within the 3.07 s bound: `layer` whole from
+  // `recovered`, every other layer from the primary as `primary`.
+  void ExpectOneLayerRecovered(const Got& g, uint32_t layer, BlockSource recovered,
+                               BlockSource primary) {
+    ExpectEverythingOnce(g);
+    if (!g.report) return;
+    const RetrievalReport& rep = *g.report;
+    EXPECT_LE(rep.deadline_ms, g.start_ms + 3072 + 100);
+    EXPECT_FALSE(rep.timed_out);  // the primary's requests ended: it did not wait for its share
+    for (uint64_t b = 0; b < 12; ++b) EXPECT_EQ(rep.at(b, layer).source, recovered) << b;
+    EXPECT_EQ(rep.count(recovered), 12u);
+    EXPECT_EQ(rep.count(primary), 12u * (d_.layers - 1));
   }
   const relay::RelayMetrics& Metrics(size_t i) { return relays_[i]->relay().metrics(); }
   // §5.1 on `s` for `tokens`, to its end.
@@ -474,6 +635,137 @@ TEST_F(KvcsRelayE2E, PublisherThatStopsMidProductionReportsTheRestForRecompute) 
   EXPECT_LE(gone.report->deadline_ms, t2 + 3072 + 100);
   EXPECT_EQ(gone.report->recompute_count() + gone.report->count(BlockSource::kMoqt), 12u * 32);
   EXPECT_GE(gone.report->recompute_count(), 12u * 24);
+}
+
+// Two segments (Publisher::AddSegment: 2 blocks appended once segment 0 completed) through the
+// relay: a consumer joined live before segment 1 is produced, and one that FETCHes both once
+// finished, each get all 14 blocks of every layer exactly once, verified, and the relay carries
+// both segments' tracks.
+TEST_F(KvcsRelayE2E, TwoSegmentsThroughTheRelayEveryBlockAndLayerOnce) {
+  const size_t r = StartRelay();
+  Announce(r);
+  Produce(d_.layers);
+  const std::vector<uint32_t> more = test::Tokens(32, 9);  // 2 blocks appended
+  ASSERT_TRUE(pub_->AddSegment(more).ok());
+  std::vector<uint32_t> all = tokens_;
+  all.insert(all.end(), more.begin(), more.end());
+  Got live, fetched;
+  auto r1 = Start(Connect(RelayPort(r)), Options(RetrievalMode::kLive, all), &live);
+  Produce(d_.layers, 12);
+  ASSERT_TRUE(RunUntil([&] { return live.report.has_value(); }, [&] { r1->OnTimer(); }));
+  ASSERT_NO_FATAL_FAILURE(
+      Retrieve(Connect(RelayPort(r)), Options(RetrievalMode::kCompleted, all), &fetched));
+  for (const Got* g : {&live, &fetched}) {
+    ExpectEverythingOnce(*g, 14, d_.layers);
+    EXPECT_EQ(g->report->blocks, 14u);
+    EXPECT_EQ(g->report->layers_delivered, 2u * d_.layers);  // one per segment and layer
+  }
+  EXPECT_EQ(live.report->count(BlockSource::kMoqt), 14u * d_.layers);
+  EXPECT_EQ(fetched.report->count(BlockSource::kMoqtFetch), 14u * d_.layers);
+  for (const char* name : {"k.raw.s0", "v.raw.s0", "k.raw.s1", "v.raw.s1"}) {
+    EXPECT_NE(relays_[r]->relay().FindTrack({pub_->track_namespace(), name}), nullptr) << name;
+  }
+}
+
+// A publication offering kv.fp8-e4m3 and the raw k+v pair (in that order), through the relay; the
+// consumer says only its compute time (choose_encoding, at the rate measured on the manifest). A
+// slow model (1 s per token and layer) hides any transfer: the raw pair, bit-exact. A fast one
+// (1 ns) is limited by the link: kv.fp8-e4m3, every block exactly what the publisher's objects
+// hold (the source through fp8 and back). Lossless only: the raw pair again, from the relay's
+// cache. The relay fetched upstream only the tracks chosen.
+TEST_F(KvcsRelayE2E, CodecChoiceThroughTheRelayBothWays) {
+  const Encoding fp8{kvsp::Codec::kFp8E4m3, true};
+  Republish({fp8, Encoding{}});
+  const size_t r = StartRelay();
+  Announce(r);
+  Produce(d_.layers);
+  auto options = [&](RetrievalMode mode, uint64_t ns_per_token_layer, bool allow_lossy) {
+    RecoveryOptions o = Options(mode, tokens_);
+    o.retrieval.compute_ns_per_token_layer = ns_per_token_layer;
+    o.retrieval.min_deadline_ms = 20'000;  // the bound of a 1 ns model is the floor
+    o.retrieval.choose_encoding = EncodingChoiceOptions{};
+    o.retrieval.choose_encoding->allow_lossy = allow_lossy;
+    return o;
+  };
+  Got slow;
+  ASSERT_NO_FATAL_FAILURE(
+      Retrieve(Connect(RelayPort(r)), options(RetrievalMode::kLive, 1'000'000'000, true), &slow));
+  ExpectEverythingOnce(slow);
+  EXPECT_GT(slow.report->choice_rate_bytes_per_s, 0);  // measured on the manifest
+  EXPECT_EQ(slow.report->encoding, Encoding{});
+  EXPECT_EQ(slow.report->count(BlockSource::kMoqt), 12u * d_.layers);
+  EXPECT_EQ(Metrics(r).upstream_requests.load(), 3u);  // manifest.cose, k.raw.s0, v.raw.s0
+  EXPECT_EQ(relays_[r]->relay().FindTrack({pub_->track_namespace(), "kv.fp8-e4m3.s0"}), nullptr);
+  Got fast;
+  fast.encoding = fp8;
+  ASSERT_NO_FATAL_FAILURE(
+      Retrieve(Connect(RelayPort(r)), options(RetrievalMode::kCompleted, 1, true), &fast));
+  ExpectEverythingOnce(fast);  // against the source through fp8 and back
+  EXPECT_EQ(fast.report->encoding, fp8);
+  EXPECT_EQ(fast.report->count(BlockSource::kMoqtFetch), 12u * d_.layers);
+  EXPECT_EQ(Metrics(r).upstream_requests.load(), 4u);  // and kv.fp8-e4m3.s0
+  Got exact;
+  ASSERT_NO_FATAL_FAILURE(
+      Retrieve(Connect(RelayPort(r)), options(RetrievalMode::kCompleted, 1, false), &exact));
+  ExpectEverythingOnce(exact);
+  EXPECT_EQ(exact.report->encoding, Encoding{});
+  EXPECT_EQ(Metrics(r).upstream_requests.load(), 4u);  // from the cache
+}
+
+// The relay's copy of one object is corrupt (a TamperingSource in front of the real relay flips
+// a bit of v.raw.s0's object of layer 5, block 3) and a KVSP HTTP holder has the whole cache: the
+// corrupt object is refused (kObjectInvalid) and nothing of it is handed over; layer 5 comes from
+// the holder, every other layer by FETCH through the relay, everything exactly once within the
+// bound.
+TEST_F(KvcsRelayE2E, ACorruptObjectAtTheRelayIsRecoveredFromAnHttpHolder) {
+  const size_t r = StartRelay();
+  Announce(r);
+  Produce(d_.layers);
+  const uint16_t corrupt = ServeTampered(r, [](const moqt::Track& t, moqt::PublishedObject& o) {
+    if (t.name().name != "v.raw.s0" || o.location != moqt::Location{5, 3}) return;
+    Bytes b = *o.payload;
+    b[b.size() / 2] ^= 0x10;
+    o.payload = std::make_shared<const Bytes>(std::move(b));
+  });
+  RecoveryOptions o = Options(RetrievalMode::kCompleted, tokens_);
+  HolderSource* holder = StartHolder(12);
+  ASSERT_NE(holder, nullptr);
+  o.holders = {holder};
+  Got got;
+  ASSERT_NO_FATAL_FAILURE(Retrieve(Connect(corrupt), o, &got));
+  ExpectOneLayerRecovered(got, 5, BlockSource::kHttpHolder, BlockSource::kMoqtFetch);
+  const RetrievalReport& rep = *got.report;
+  EXPECT_EQ(tamperers_[0]->altered(), 1u);
+  bool refused = false;
+  for (const Refusal& f : rep.refusals) {
+    refused |= f.status.Is(StreamError::kObjectInvalid) && f.track == "v.raw.s0" &&
+               f.location == moqt::Location{5, 3};
+  }
+  EXPECT_TRUE(refused);
+  EXPECT_EQ(rep.sources[rep.at(3, 5).source_index], "http holder " + holder_store_->url());
+}
+
+// The relay does not deliver one object (a TamperingSource in front of relay 1 leaves k.raw.s0's
+// object of layer 7, block 10 out); the publication is also announced to relay 2. A live consumer
+// of relay 1 with relay 2 as its alternative gets layer 7 from relay 2 (kAltMoqt, named), every
+// other layer live through relay 1, everything exactly once within the bound.
+TEST_F(KvcsRelayE2E, AMissingObjectAtTheRelayIsRecoveredFromAnotherRelay) {
+  const size_t r1 = StartRelay(), r2 = StartRelay();
+  Announce(r1);
+  Announce(r2);
+  Produce(d_.layers);
+  const uint16_t lossy =
+      ServeTampered(r1, {}, [](const moqt::Track& t, const moqt::PublishedObject& o) {
+        return t.name().name == "k.raw.s0" && o.location == moqt::Location{7, 10};
+      });
+  RecoveryOptions o = Options(RetrievalMode::kLive, tokens_);
+  o.alternates = {{Connect(RelayPort(r2)), pub_->ns(), "relay-2"}};
+  Got got;
+  ASSERT_NO_FATAL_FAILURE(Retrieve(Connect(lossy), o, &got));
+  ExpectOneLayerRecovered(got, 7, BlockSource::kAltMoqt, BlockSource::kMoqt);
+  EXPECT_EQ(tamperers_[0]->dropped(), 1u);
+  const RetrievalReport& rep = *got.report;
+  EXPECT_NE(rep.sources[rep.at(10, 7).source_index].find("relay-2"), std::string::npos);
 }
 
 }  // namespace

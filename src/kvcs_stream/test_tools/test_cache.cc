@@ -3,6 +3,8 @@
 #include <cmath>
 #include <cstring>
 
+#include "kvsp/container.h"
+
 namespace kvcs::stream::test {
 namespace {
 
@@ -50,6 +52,20 @@ Bytes LayerK(const kvsp::Descriptor& d, uint32_t layer, uint64_t first_block, ui
 }
 Bytes LayerV(const kvsp::Descriptor& d, uint32_t layer, uint64_t first_block, uint64_t blocks) {
   return Values(d, layer, first_block, blocks, 7);
+}
+
+Result<Bytes> BlockContainer(const kvsp::Descriptor& d, const Digest& compat_id,
+                             const Digest& block_key, uint64_t block, uint32_t first_layer,
+                             uint32_t last_layer) {
+  std::vector<Bytes> k, v;
+  for (uint32_t l = first_layer; l <= last_layer; ++l) {
+    k.push_back(LayerK(d, l, block, 1));
+    v.push_back(LayerV(d, l, block, 1));
+  }
+  std::vector<kvsp::LayerSections> secs;
+  for (size_t i = 0; i < k.size(); ++i) secs.push_back({k[i], v[i]});
+  return kvsp::EncodeContainerFromRaw(d, compat_id, block_key, static_cast<uint32_t>(block + 1),
+                                      kvsp::Codec::kRaw, static_cast<uint16_t>(first_layer), secs);
 }
 
 }  // namespace kvcs::stream::test
