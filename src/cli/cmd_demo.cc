@@ -68,7 +68,7 @@ struct DemoArgs {
   bool encrypt = false;  // the secure-relay part (secure_relay_demo.h)
   uint64_t prefix_tokens = 0;
   bool no_moqt = false;
-  uint64_t moqt_blocks = 16, moqt_layer_ms = 20;
+  uint64_t moqt_blocks = 256, moqt_layer_ms = 20;  // the whole 4K cache
 };
 
 // Repeats f until at least min_s seconds have passed; returns seconds per call.

@@ -357,6 +357,13 @@ class Demo : public moqt::MoqtSessionCallbacks {
       if (corrupt_->recovery) corrupt_->recovery->OnTimer();
       if (corrupt_->report) return Finish(Status::Ok());
     } else if (done == 2) {
+      for (auto& c : consumers_) {
+        if (!c->report->all_retrieved()) {
+          return Finish(Internal(c->name + ": " + std::to_string(c->report->recompute_count()) +
+                                 " (block, layer) not retrieved; block 0: " +
+                                 stream::DescribeBlockSources(*c->report, 0)));
+        }
+      }
       if (!o_.corrupt_leg) return Finish(Status::Ok());
       Status s = StartCorruptLeg();
       if (!s.ok()) return Finish(s);

@@ -28,7 +28,7 @@
 namespace kvcs::cli {
 
 struct MoqtDemoOptions {
-  uint64_t blocks = 16;    // the cache's first blocks published (fewer if it has fewer)
+  uint64_t blocks = 256;   // the cache's first blocks published (fewer if it has fewer): 4K
   uint64_t layer_ms = 20;  // modeled compute time of one layer: the production pace
   uint64_t timeout_ms = 30000;
   // Consumer C after A and B: through a second relay hop that flips one bit of one object, with

@@ -74,7 +74,7 @@ Result<std::unique_ptr<Publisher>> Publisher::Create(moqt::TrackStore* store,
   }
   moqt::TrackOptions mo;
   mo.publisher_priority = profile::kManifestPublisherPriority;
-  mo.max_groups = kManifestGroupsKept;
+  mo.max_bytes = kManifestBytesKept;  // and the default group bound: every version that fits
   auto mt = store->CreateTrack(
       {p->track_namespace(), std::string(p->config_.producer_key ? profile::kManifestCoseTrack
                                                                  : profile::kManifestTrack)},

@@ -43,9 +43,14 @@ namespace kvcs::stream {
 
 // §3.6: "at least every eight completed layers".
 inline constexpr uint32_t kMaxManifestInterval = 8;
-// Manifest versions a track keeps: a joiner needs only the newest (fill Relative Start 1); a few
-// more cover a subscriber whose fill is still being sent when the next version appears.
-inline constexpr size_t kManifestGroupsKept = 8;
+// Manifest versions a track keeps: every version of the production while they fit in this many
+// bytes. A joiner needs only the newest (fill Relative Start 1), but a relay pulls the whole track
+// (fill from group 0): were versions evicted while its fill stream still had them to send, that
+// stream would be reset and the relay would fail the track for every consumer. That happened with
+// 8 versions kept once production outran the fill (a 4K cache, a version per layer, 0.5 MB
+// each, on a busy thread). The bound keeps the quadratic sum of a long production's versions in
+// check (a version per layer at 64K context: ~290 MB in all, the oldest evicted first).
+inline constexpr uint64_t kManifestBytesKept = uint64_t{256} << 20;
 
 struct PublisherConfig {
   kvsp::Descriptor descriptor;
@@ -91,8 +96,9 @@ class Publisher {
   // The whole layer of the current segment: raw [T][H][D] K and V for the segment's T tokens.
   // One synchronous call on the store's thread (encoding and hashing the whole layer; figures in
   // docs/protocols/kvcs-stream.md, Bench); when that thread also serves the tracks, none of the
-  // layer is sent until it returns. A producer that wants a layer's objects to leave while it is published calls
-  // PublishBlock per block, returning to its event loop between blocks (kvcs_stream_bench).
+  // layer is sent until it returns. A producer that wants a layer's objects to leave while it is
+  // published calls PublishBlock per block, returning to its event loop between blocks
+  // (kvcs_stream_bench).
   Status PublishLayer(uint32_t layer, ByteSpan k, ByteSpan v);
 
   // Adds the next segment for `tokens` appended after every earlier segment's (a multiple of
