@@ -54,6 +54,8 @@ class QuicClientSession : public transport::Session {
   // Test hook: stop all I/O at once without telling the peer (simulates a killed process).
   virtual void Abandon() = 0;
   virtual bool gso_enabled() const = 0;
+  // The AEAD protecting this connection's packets once the handshake completed ("AES-128-GCM").
+  virtual std::string negotiated_cipher() const = 0;
   // This client's socket and connection counters.
   virtual IoStats io_stats() const = 0;
 };

@@ -987,6 +987,10 @@ void Connection::CloseSession(transport::ErrorCode code, std::string_view reason
   ScheduleFlush();  // dispatches the kClosed event outside this call
 }
 
+std::string Connection::negotiated_cipher() const {
+  return state_ == State::kOpen ? tls_.CipherName() : "";
+}
+
 std::string Connection::GetNegotiatedAlpn() const {
   return state_ == State::kOpen ? tls_.SelectedAlpn() : "";
 }

@@ -107,6 +107,7 @@ class Connection : public QuicClientSession {
   // --- QuicClientSession ---
   void Abandon() override;
   bool gso_enabled() const override;
+  std::string negotiated_cipher() const override;
   IoStats io_stats() const override;
 
   // Owned-endpoint hook for clients (the connection keeps its endpoint alive).

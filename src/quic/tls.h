@@ -69,6 +69,8 @@ class TlsSession {
 
   gnutls_session_t native() const { return session_; }
   std::string SelectedAlpn() const;
+  // The negotiated cipher's GnuTLS name ("AES-128-GCM").
+  std::string CipherName() const;
   // A human explanation of a failed handshake from this side's view ("" when none is known):
   // certificate verification status, ALPN mismatch.
   std::string FailureDetail() const;

@@ -48,6 +48,7 @@ TEST(QuicE2E, HandshakeAndOneStream) {
   ASSERT_TRUE(loop.RunUntil([&] { return c->visitor.ready || c->visitor.closed; }, "handshake"));
   ASSERT_TRUE(c->visitor.ready) << c->visitor.info.ToString();
   EXPECT_EQ(c->session->GetNegotiatedAlpn(), kAlpn);
+  EXPECT_EQ(c->session->negotiated_cipher(), "AES-128-GCM");  // tls.cc kPriority: the fastest
   auto s = OpenSend(*c->session, 'D', 100000, 1);
   ASSERT_NE(s, nullptr);
   ASSERT_TRUE(loop.RunUntil([&] { return s->reply_fin; }, "digest reply"));
