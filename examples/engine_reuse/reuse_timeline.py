@@ -5,13 +5,16 @@ and how long its compute ran, and an SVG timeline of both.
 A Llama-architecture decoder (python/kvcs/tiny_llama.py, seeded weights) prefills a prompt and
 saves its KV through KVCSConnector into a `kvcs store` this program starts on 127.0.0.1; then a
 second request with the same prefix and a short suffix runs twice: once recomputing everything
-(no connector) and once loading the prefix layer by layer through kvcs (store over HTTP, or the
-same host with --same-host). The logits of both agree; the table and the picture show where the
-time went.
+(no connector) and once loading the prefix layer by layer through kvcs (store over HTTP, the
+same host with --same-host, or MOQT through a `kvcs relay` it starts with --relay: the first
+request then publishes its KV layer by layer to the relay, the second discovers and subscribes).
+The logits of both agree (exit status 1 otherwise); the table and the picture show where the
+time went. ctest runs it small on the HTTP and relay paths (tests/engine/CMakeLists.txt).
 
 usage (from the build tree's environment):
   PYTHONPATH=python:build/release/python /usr/bin/python3 examples/engine_reuse/reuse_timeline.py \
-      build/release/src/cli/kvcs [--same-host] [--prompt 512] [--suffix 32] [--svg timeline.svg]
+      build/release/src/cli/kvcs [--same-host | --relay] [--prompt 512] [--suffix 32] \
+      [--svg timeline.svg]
 """
 import argparse
 import sys
@@ -19,7 +22,7 @@ import sys
 import torch
 
 from kvcs.connector import KVCSConfig, KVCSConnector, KVConnectorRole
-from kvcs.dev_store import StoreProcess
+from kvcs.dev_store import RelayProcess, StoreProcess
 from kvcs.mini_engine import MiniEngine
 from kvcs.tiny_llama import TinyLlama, TinyLlamaConfig
 
@@ -66,6 +69,8 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("kvcs", help="the kvcs binary (build/release/src/cli/kvcs)")
     ap.add_argument("--same-host", action="store_true", help="deliver through the shared buffer")
+    ap.add_argument("--relay", action="store_true",
+                    help="publish and load over MOQT through a kvcs relay (no store)")
     ap.add_argument("--prompt", type=int, default=512, help="prompt tokens")
     ap.add_argument("--suffix", type=int, default=32, help="tokens of the second request that "
                     "follow the shared prefix")
@@ -76,10 +81,17 @@ def main():
                           intermediate=768)
     model = TinyLlama(cfg)
     blocks = -(-(a.prompt + a.suffix) // B) + 1
-    with StoreProcess(a.kvcs) as store:
-        kc = KVCSConfig(store_url=store.url, access_key=store.access_key,
-                        secret_key=store.secret_key, descriptor=model.descriptor(B),
-                        bucket="example", shm_socket=store.shm_socket if a.same_host else None)
+    server = (RelayProcess([a.kvcs, "relay", "--open"]) if a.relay else StoreProcess(a.kvcs))
+    with server:
+        if a.relay:
+            kc = KVCSConfig(store_url=None, access_key="", secret_key="",
+                            descriptor=model.descriptor(B), relay_url=server.url,
+                            relay_insecure=True)
+        else:
+            kc = KVCSConfig(store_url=server.url, access_key=server.access_key,
+                            secret_key=server.secret_key, descriptor=model.descriptor(B),
+                            bucket="example",
+                            shm_socket=server.shm_socket if a.same_host else None)
         eng = MiniEngine(model, KVCSConnector(kc, KVConnectorRole.SCHEDULER),
                          KVCSConnector(kc, KVConnectorRole.WORKER), 2 * blocks, B)
         plain = MiniEngine(model, None, None, blocks, B)
@@ -91,7 +103,8 @@ def main():
         want, rec = plain.prefill("recompute", second)    # everything computed
         got, reu = eng.prefill("reuse", second)           # prefix loaded layer by layer
     diff = (got - want).abs().max().item()
-    path = "same host (shared buffer)" if a.same_host else "store over HTTP"
+    path = ("MOQT through a relay" if a.relay else
+            "same host (shared buffer)" if a.same_host else "store over HTTP")
     print("prompt %d tokens, reused %d through kvcs (%s); max |logit diff| %.3g"
           % (len(second), reu.external_tokens, path, diff))
     print("%-6s %14s %18s %14s" % ("layer", "recompute ms", "reuse: wait ms", "compute ms"))
@@ -103,6 +116,9 @@ def main():
              (reu.timeline[-1][3] - reu.timeline[0][1]) * 1e3))
     svg_timeline([("recompute", rec.timeline), ("reuse via kvcs", reu.timeline)], a.svg)
     print("timeline written to", a.svg)
+    if reu.external_tokens == 0:
+        print("nothing was reused")
+        return 1
     return 0 if diff <= 1e-4 else 1
 
 
