@@ -22,6 +22,7 @@
 #include "common/asio.h"
 #include "common/hex.h"
 #include "index/lease_keeper.h"
+#include "kvcs_stream/encoding.h"
 #include "kvcs_stream/publisher.h"
 #include "moqt_endpoint/moqt_endpoint.h"
 #include "moqt_session/moqt_publish_set.h"
@@ -49,13 +50,21 @@ struct Args {
   ScopeOptions scope;
   uint32_t manifest_every = 8;
   double linger_s = -1;
-  std::string encrypt;  // "": plaintext; else the secure-objects cipher suite
+  std::string encrypt;              // "": plaintext; else the secure-objects cipher suite
+  std::vector<std::string> offers;  // encodings offered beside the raw k+v pair
   // Registration of the namespace with a KVSP Index Service once every layer is published.
   IndexOptions index;
   std::string public_url;  // moqt://HOST:PORT/ subscribers reach; default from --listen
   double index_ttl_s = 30;
   QuicAdmissionOptions quic;  // when serving
 };
+
+std::string OfferedText(const std::vector<stream::Encoding>& encodings) {
+  std::string s;
+  for (const stream::Encoding& e : encodings)
+    s += (s.empty() ? "" : ", ") + stream::EncodingName(e);
+  return s;
+}
 
 class Run {
  public:
@@ -145,6 +154,17 @@ class Run {
     pc.scope_key = *scope_key;
     pc.producer_key = signer;
     pc.manifest_every_layers = a_.manifest_every;
+    for (const std::string& o : a_.offers) {
+      auto e = stream::ParseEncoding(o);
+      Status st = e.ok() ? stream::CheckEncoding(*e) : e.status();
+      if (!st.ok()) {
+        return Fail(kCmd, "--offer " + o + ": " + st.message(),
+                    "e.g. --offer kv.int8, --offer kv.fp8-e4m3 or --offer k+v.zstd");
+      }
+      if (std::find(pc.encodings.begin(), pc.encodings.end(), *e) == pc.encodings.end()) {
+        pc.encodings.push_back(*e);
+      }
+    }
     if (!a_.encrypt.empty()) {
       if (a_.scope.is_public) {
         return Fail(kCmd, "--encrypt with --public: anyone can compute the public scope's keys",
@@ -173,7 +193,8 @@ class Run {
               << (cache->tail_tokens() ? " (tail of " + std::to_string(cache->tail_tokens()) +
                                              " tokens not published)"
                                        : "")
-              << (signer ? ", manifest.cose signed" : ", unsigned manifest")
+              << (signer ? ", manifest.cose signed" : ", unsigned manifest") << ", offered as "
+              << OfferedText(pc.encodings)
               << (pc.encryption ? ", every object encrypted (" + a_.encrypt + ", Key ID " +
                                       std::to_string(*pub_->key_id()) + ")"
                                 : "")
@@ -484,6 +505,11 @@ RunFn Setup(CLI::App& app) {
   cmd->add_flag("--encrypt{aes-128-gcm}", a->encrypt,
                 "secure objects: encrypt every object and manifest version with keys derived from "
                 "the scope key (relays carry ciphertext); --encrypt=aes-256-gcm for AES-256");
+  cmd->add_option("--offer", a->offers,
+                  "also offer the cache in this encoding, beside the raw k+v pair (repeatable): "
+                  "kv.<codec> (one joint track; raw, fp8-e4m3, int8) or k+v.<codec> (zstd); "
+                  "consumers pick by their link and compute (kvcs get --choose-encoding)")
+      ->allow_extra_args(false);
   cmd->add_option("--linger", a->linger_s,
                   "exit this many seconds after the last layer (default: until interrupted)");
   cmd->add_option("--cert", a->cert, "server certificate (PEM); default: a dev certificate");

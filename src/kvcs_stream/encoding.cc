@@ -73,4 +73,20 @@ std::string EncodingName(const Encoding& e) {
   return (e.joint ? "kv." : "k+v ") + std::string(kvsp::CodecName(e.codec));
 }
 
+Result<Encoding> ParseEncoding(std::string_view text) {
+  Encoding e;
+  std::string_view codec;
+  if (text.substr(0, 3) == "kv.") {
+    e.joint = true;
+    codec = text.substr(3);
+  } else if (text.substr(0, 4) == "k+v.") {
+    codec = text.substr(4);
+  } else {
+    return InvalidArgument("encoding '" + std::string(text) +
+                           "' is neither kv.<codec> nor k+v.<codec>");
+  }
+  KVCS_ASSIGN_OR_RETURN(e.codec, kvsp::CodecFromName(codec));
+  return e;
+}
+
 }  // namespace kvcs::stream

@@ -29,6 +29,10 @@ struct Encoding {
 
 // For people: "k+v raw", "kv.fp8-e4m3".
 std::string EncodingName(const Encoding& e);
+// The command-line form: "kv.<codec>" (one joint track) or "k+v.<codec>" (the pair), e.g.
+// "kv.int8", "k+v.zstd". Errors: kInvalidArgument naming what is wrong (the encoding is then
+// still to be checked with CheckEncoding).
+Result<Encoding> ParseEncoding(std::string_view text);
 
 // Errors: kInvalidArgument (kBadArgument) for a joint encoding with a variable-size codec, or
 // kUnsupported for a codec that is not implemented.

@@ -15,6 +15,18 @@ const Encoding kFp8Kv{kvsp::Codec::kFp8E4m3, true};
 const Encoding kInt8Kv{kvsp::Codec::kInt8, true};
 const Encoding kZstdPair{kvsp::Codec::kZstd, false};
 
+TEST(Encoding, CommandLineNames) {
+  EXPECT_EQ(*ParseEncoding("kv.int8"), (Encoding{kvsp::Codec::kInt8, true}));
+  EXPECT_EQ(*ParseEncoding("kv.fp8-e4m3"), (Encoding{kvsp::Codec::kFp8E4m3, true}));
+  EXPECT_EQ(*ParseEncoding("k+v.zstd"), (Encoding{kvsp::Codec::kZstd, false}));
+  EXPECT_EQ(*ParseEncoding("k+v.raw"), Encoding{});
+  for (std::string bad : {"", "kv", "kv.", "k+v.lz4", "v.raw", "KV.raw", "kv.raw.s0"}) {
+    EXPECT_EQ(ParseEncoding(bad).status().code(), Code::kInvalidArgument) << bad;
+  }
+  // Parsed is not yet valid: a joint track takes only fixed-size codecs.
+  EXPECT_FALSE(CheckEncoding(*ParseEncoding("kv.zstd")).ok());
+}
+
 TEST(EncodingChoice, BytesPerTokenLayer) {
   kvsp::Descriptor d = test::SmallDescriptor(4, 4);  // bf16, 2 heads x 8
   EXPECT_DOUBLE_EQ(*BytesPerTokenLayer(d, kRawPair), 2.0 * 2 * 8 * 2);

@@ -689,13 +689,21 @@ def test_publish_from_packed_containers_bit_exact(d):
     check("scope key" in e.stderr and "hint:" in e.stderr, e.stderr)
     e = run("publish", f"{d}/packed", "--public", ok=False)
     check("hint:" in e.stderr, e.stderr)
-    p, url, seen = start_publish(f"{d}/packed", "--scope-key-file", f"{d}/s.key", "--linger", 60)
+    e = run("publish", f"{d}/packed", "--scope-key-file", f"{d}/s.key", "--offer", "kv.zstd",
+            ok=False)
+    check("--offer kv.zstd" in e.stderr and "hint:" in e.stderr, e.stderr)
+    # Offered twice: the raw pair and a joint int8 track; a consumer picks by link and compute.
+    p, url, seen = start_publish(f"{d}/packed", "--scope-key-file", f"{d}/s.key", "--offer",
+                                 "kv.int8", "--linger", 60)
     try:
         out = "".join(seen)
         check("read 2 verified containers" in out and "layer 1 published (2 blocks)" in out, out)
-        g = run("get", url, "--insecure", "--tokens", f"{d}/prompt.txt", "--descriptor",
-                f"{d}/d.json", "--scope-key-file", f"{d}/s.key", "--completed", "--out",
-                f"{d}/got.safetensors")
+        check("offered as k+v raw, kv.int8" in out, out)
+        common = [url, "--insecure", "--tokens", f"{d}/prompt.txt", "--descriptor", f"{d}/d.json",
+                  "--scope-key-file", f"{d}/s.key", "--completed"]
+        g = run("get", *common, "--choose-encoding", "--lossy", "--ns-per-token-layer", 1)
+        check("encoding: kv.int8 (chosen at" in g.stdout, g.stdout)
+        g = run("get", *common, "--out", f"{d}/got.safetensors")
         check("block 0: moqt" in g.stdout and "block 1: moqt" in g.stdout, g.stdout)
         check_first_tokens_bit_exact(a, f"{d}/got.safetensors", 32, "pack | publish | get")
     finally:
