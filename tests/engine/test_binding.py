@@ -47,6 +47,12 @@ def main():
         raises("KVCS_ERR_INVALID_ARGUMENT", save.save_layer, 0, kv[0][0].numpy()[:, :, :, ::2],
                kvcs.as_buffer(kv[0][1]))  # not contiguous
         raises("KVCS_ERR_INVALID_ARGUMENT", save.save_layer, 0, b"not floats", b"x")
+        for args in ((0, None, kvcs.as_buffer(kv[0][1])), (0, kvcs.as_buffer(kv[0][0]), None)):
+            try:  # no buffer at all: refused before the C ABI is called
+                save.save_layer(*args)
+                raise AssertionError("a None buffer was accepted by save_layer")
+            except (KvcsError, TypeError, ValueError, BufferError):
+                pass
         raises("KVCS_ERR_OUT_OF_BOUNDS", save.save_layer, 0, kvcs.as_buffer(kv[0][0])[:5],
                kvcs.as_buffer(kv[0][1]))  # block 5 is outside a 5-block buffer
         for layer in range(L):
@@ -68,6 +74,11 @@ def main():
         raises("KVCS_ERR_OUT_OF_BOUNDS", c.load, tokens, 0, [0, 2, 3], bad_shape, head_major)
         raises("KVCS_ERR_INVALID_ARGUMENT", c.load, tokens, 0, [0, 2, 3], dst[:2], head_major)
         raises("KVCS_ERR_OUT_OF_BOUNDS", c.load, tokens, 0, [0, 2, 3], dst, (-1, 0, 0))
+        try:
+            c.load(tokens, 0, [0, 2, 3], [(None, None)] * L, head_major)
+            raise AssertionError("None load targets were accepted")
+        except (KvcsError, TypeError, ValueError, BufferError):
+            pass
         ro = np.zeros((NB, H, B, D), np.float32)
         ro.flags.writeable = False
         try:
