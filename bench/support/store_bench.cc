@@ -109,41 +109,6 @@ s3client::S3BackendOptions RadosgwBackendOptions(const std::string& endpoint, in
   return so;
 }
 
-ServedStore::ServedStore(store::ObjectStore& store, s3::ServerConfig cfg)
-    : service_(objcache::ServiceOptions{}), server_(std::move(cfg), store) {}
-
-Result<std::unique_ptr<ServedStore>> ServedStore::Start(store::ObjectStore& store,
-                                                        const std::string& shm_socket) {
-  s3::ServerConfig cfg;
-  cfg.port = 0;
-  cfg.secrets[s3::kDevAccessKey] = s3::kDevSecretKey;
-  cfg.io_threads = 4;
-  std::unique_ptr<ServedStore> s(new ServedStore(store, std::move(cfg)));
-  for (auto& e : s->service_.Extensions()) s->server_.AddExtension(std::move(e));
-  if (!shm_socket.empty()) {
-    KVCS_RETURN_IF_ERROR(s->service_.ListenShm(shm_socket));
-    s->shm_socket_ = shm_socket;
-  }
-  KVCS_RETURN_IF_ERROR(s->server_.Start());
-  s->runner_ = std::thread([p = s.get()] { p->server_.Run(false); });
-  return s;
-}
-
-ServedStore::~ServedStore() {
-  if (runner_.joinable()) {
-    server_.Stop();
-    runner_.join();
-  }
-}
-
-objcache::ClientOptions ServedStore::client_options() const {
-  objcache::ClientOptions co;
-  co.port = server_.port();
-  co.access_key = s3::kDevAccessKey;
-  co.secret_key = s3::kDevSecretKey;
-  return co;
-}
-
 Result<SyntheticSet> SyntheticSet::Make(uint32_t blocks, uint32_t layers) {
   SyntheticSet s;
   KVCS_ASSIGN_OR_RETURN(s.cache, objcache::MakeSyntheticCache(blocks, layers));

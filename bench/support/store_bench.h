@@ -15,7 +15,7 @@
 #include "common/status.h"
 #include "kvsp/container.h"
 #include "objcache/client.h"
-#include "objcache/service.h"
+#include "objcache/served_store.h"
 #include "objcache/synthetic.h"
 #include "s3/server.h"
 #include "s3client/backend_store.h"
@@ -85,26 +85,8 @@ inline constexpr char kRgwSecretKey[] = "h7GhxuBLTrlhVUyxSPUKUV8r/2EI4ngqJxD7iBd
 // buckets prefixed with this process's id.
 s3client::S3BackendOptions RadosgwBackendOptions(const std::string& endpoint, int parallel);
 
-// `kvcs store` in-process over `store`: s3::Server (dev keys, port 0) + objcache::Service, with
-// the same-host socket at `shm_socket` when not empty; run by its own thread until destruction.
-class ServedStore {
- public:
-  static Result<std::unique_ptr<ServedStore>> Start(store::ObjectStore& store,
-                                                    const std::string& shm_socket = "");
-  ~ServedStore();
-  ServedStore(const ServedStore&) = delete;
-  ServedStore& operator=(const ServedStore&) = delete;
-  // Client options for this store (inline delivery; set shm_socket for same-host).
-  objcache::ClientOptions client_options() const;
-  const std::string& shm_socket() const { return shm_socket_; }
-
- private:
-  ServedStore(store::ObjectStore& store, s3::ServerConfig cfg);
-  objcache::Service service_;
-  s3::Server server_;
-  std::thread runner_;
-  std::string shm_socket_;
-};
+// `kvcs store` in-process over a store (objcache/served_store.h).
+using objcache::ServedStore;
 
 // The synthetic prefix (objcache/synthetic.h): `blocks` containers of `layers` layers.
 struct SyntheticSet {

@@ -21,10 +21,9 @@
 #include "kvsp_http/http_holder_source.h"
 #include "moqt_endpoint/moqt_endpoint.h"
 #include "objcache/client.h"
-#include "objcache/service.h"
+#include "objcache/served_store.h"
 #include "profile/cose.h"
 #include "relay/relay_server.h"
-#include "s3/server.h"
 #include "store/local_store.h"
 
 namespace kvcs::cli {
@@ -52,9 +51,7 @@ struct Consumer {
 class DemoHolderStore {
  public:
   ~DemoHolderStore() {
-    if (server_) server_->Stop();
-    if (runner_.joinable()) runner_.join();
-    server_.reset();
+    served_.reset();  // stops the server before its store goes
     store_.reset();
     std::error_code ec;
     if (!dir_.empty()) std::filesystem::remove_all(dir_, ec);
@@ -68,43 +65,22 @@ class DemoHolderStore {
     store::LocalStoreOptions so;
     so.sync = false;  // a throw-away demo store
     KVCS_ASSIGN_OR_RETURN(store_, store::LocalStore::Open(dir_, so));
-    s3::ServerConfig cfg;
-    cfg.listen_host = "127.0.0.1";
-    cfg.port = 0;
-    cfg.secrets[s3::kDevAccessKey] = s3::kDevSecretKey;
-    cfg.io_threads = 1;
-    server_ = std::make_unique<s3::Server>(cfg, *store_);
-    for (auto& e : service_.Extensions()) server_->AddExtension(std::move(e));
-    KVCS_RETURN_IF_ERROR(server_->Start());
-    runner_ = std::thread([this] { server_->Run(false); });
-    objcache::ClientOptions co;
-    co.port = server_->port();
-    co.access_key = s3::kDevAccessKey;
-    co.secret_key = s3::kDevSecretKey;
-    objcache::Client client(co);
-    KVCS_RETURN_IF_ERROR(client.CreateBucket(objcache::kDefaultKvBucket));
+    KVCS_ASSIGN_OR_RETURN(served_, objcache::ServedStore::Start(*store_, "", /*io_threads=*/1));
     std::vector<Bytes> containers;
-    std::vector<ByteSpan> spans;
     for (uint64_t b = 1; b <= blocks; ++b) {
       KVCS_ASSIGN_OR_RETURN(
           Bytes c, tensorio::EncodeBlockContainer(cache, b, id.compat_id, id.block_keys[b - 1],
                                                   kvsp::Codec::kRaw));
       containers.push_back(std::move(c));
     }
-    for (const Bytes& c : containers) spans.push_back(c);
-    KVCS_ASSIGN_OR_RETURN(
-        auto put, client.AggregatePut(objcache::kDefaultKvBucket, id.scope_id, spans, true));
-    if (put.stored != blocks) return Internal("demo: the holder store did not take every block");
-    return Status::Ok();
+    return served_->PutBlocks(objcache::kDefaultKvBucket, id.scope_id, containers);
   }
-  std::string url() const { return "http://127.0.0.1:" + std::to_string(server_->port()); }
+  std::string url() const { return served_->url(); }
 
  private:
   std::string dir_;
   std::unique_ptr<store::LocalStore> store_;
-  objcache::Service service_{objcache::ServiceOptions{}};
-  std::unique_ptr<s3::Server> server_;
-  std::thread runner_;
+  std::unique_ptr<objcache::ServedStore> served_;
 };
 
 class Demo : public moqt::MoqtSessionCallbacks {

@@ -33,12 +33,10 @@
 #include "moqt_endpoint/moqt_endpoint.h"
 #include "objcache/block_layout.h"
 #include "objcache/client.h"
-#include "objcache/service.h"
+#include "objcache/served_store.h"
 #include "quic/tls.h"
 #include "relay/relay_server.h"
 #include "relay/test_tools/tampering_source.h"
-#include "s3/config.h"
-#include "s3/server.h"
 #include "store/local_store.h"
 
 namespace kvcs::stream {
@@ -84,9 +82,7 @@ std::pair<Bytes, Bytes> Delivered(const kvsp::Descriptor& d, const Encoding& e, 
 class HolderStore {
  public:
   ~HolderStore() {
-    if (server_) server_->Stop();
-    if (runner_.joinable()) runner_.join();
-    server_.reset();
+    served_.reset();  // stops the server before its store goes
     store_.reset();
     std::error_code ec;
     std::filesystem::remove_all(root_, ec);
@@ -100,40 +96,21 @@ class HolderStore {
     so.read_threads = 2;
     so.sync = false;
     KVCS_ASSIGN_OR_RETURN(store_, store::LocalStore::Open(root_.string(), so));
-    s3::ServerConfig cfg;
-    cfg.port = 0;
-    cfg.secrets[s3::kDevAccessKey] = s3::kDevSecretKey;
-    cfg.io_threads = 1;
-    server_ = std::make_unique<s3::Server>(cfg, *store_);
-    for (auto& e : service_.Extensions()) server_->AddExtension(std::move(e));
-    KVCS_RETURN_IF_ERROR(server_->Start());
-    runner_ = std::thread([this] { server_->Run(false); });
-    objcache::ClientOptions co;
-    co.port = server_->port();
-    co.access_key = s3::kDevAccessKey;
-    co.secret_key = s3::kDevSecretKey;
-    objcache::Client client(co);
-    KVCS_RETURN_IF_ERROR(client.CreateBucket(objcache::kDefaultKvBucket));
+    KVCS_ASSIGN_OR_RETURN(served_, objcache::ServedStore::Start(*store_, "", /*io_threads=*/1));
     std::vector<Bytes> containers;
     for (uint64_t b = 0; b < blocks; ++b) {
       KVCS_ASSIGN_OR_RETURN(
           Bytes c, test::BlockContainer(d, id.compat_id, id.block_keys[b], b, 0, d.layers - 1));
       containers.push_back(std::move(c));
     }
-    std::vector<ByteSpan> spans(containers.begin(), containers.end());
-    KVCS_ASSIGN_OR_RETURN(
-        auto put, client.AggregatePut(objcache::kDefaultKvBucket, id.scope_id, spans, true));
-    if (put.stored != blocks) return Internal("the holder did not store every block");
-    return Status::Ok();
+    return served_->PutBlocks(objcache::kDefaultKvBucket, id.scope_id, containers);
   }
-  std::string url() const { return "http://127.0.0.1:" + std::to_string(server_->port()); }
+  std::string url() const { return served_->url(); }
 
  private:
   std::filesystem::path root_;
   std::unique_ptr<store::LocalStore> store_;
-  objcache::Service service_{objcache::ServiceOptions{}};
-  std::unique_ptr<s3::Server> server_;
-  std::thread runner_;
+  std::unique_ptr<objcache::ServedStore> served_;
 };
 
 // The publisher's side of one relay: a client session whose TrackSource is the publisher's store.
