@@ -215,7 +215,8 @@ class Client {
          std::optional<std::string> index_url, std::optional<std::string> producer_key_pem,
          uint64_t shm_buffer_bytes, uint64_t compute_us_per_layer, uint64_t stall_target_us,
          std::optional<std::string> relay_ca_file, bool relay_insecure,
-         std::optional<std::string> index_token, uint64_t recompute_ns_per_token_layer) {
+         std::optional<std::string> index_token, uint64_t recompute_ns_per_token_layer,
+         std::optional<std::string> store_ca_file, bool store_insecure) {
     auto str = [&](const char* k, const char* dflt) -> std::string {
       if (!descriptor.contains(k)) {
         if (dflt) return dflt;
@@ -249,6 +250,8 @@ class Client {
     c.store_url = store_url ? store_url->c_str() : nullptr;
     c.relay_ca_file = relay_ca_file ? relay_ca_file->c_str() : nullptr;
     c.relay_insecure = relay_insecure;
+    c.store_ca_file = store_ca_file ? store_ca_file->c_str() : nullptr;
+    c.store_insecure = store_insecure;
     c.bucket = bucket.c_str();
     c.access_key = access_key.c_str();
     c.secret_key = secret_key.c_str();
@@ -389,7 +392,7 @@ PYBIND11_MODULE(_kvcs_native, m) {
                     std::optional<std::string>, bool, std::optional<std::string>,
                     std::optional<std::string>, std::optional<std::string>, uint64_t, uint64_t,
                     uint64_t, std::optional<std::string>, bool, std::optional<std::string>,
-                    uint64_t>(),
+                    uint64_t, std::optional<std::string>, bool>(),
            py::arg("store_url"), py::arg("access_key"), py::arg("secret_key"),
            py::arg("descriptor"), py::arg("bucket") = "kvcache", py::arg("scope_key") = py::none(),
            py::arg("shm_socket") = py::none(), py::arg("create_bucket") = false,
@@ -397,7 +400,8 @@ PYBIND11_MODULE(_kvcs_native, m) {
            py::arg("producer_key_pem") = py::none(), py::arg("shm_buffer_bytes") = 0,
            py::arg("compute_us_per_layer") = 0, py::arg("stall_target_us") = 0,
            py::arg("relay_ca_file") = py::none(), py::arg("relay_insecure") = false,
-           py::arg("index_token") = py::none(), py::arg("recompute_ns_per_token_layer") = 0)
+           py::arg("index_token") = py::none(), py::arg("recompute_ns_per_token_layer") = 0,
+           py::arg("store_ca_file") = py::none(), py::arg("store_insecure") = false)
       .def_property_readonly("layers", &Client::layers)
       .def_property_readonly("block_tokens", &Client::block_tokens)
       .def_property_readonly("kv_dtype", &Client::kv_dtype)

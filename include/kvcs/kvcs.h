@@ -74,7 +74,7 @@ typedef enum kvcs_status {
   KVCS_ERR_TRANSPORT = 6,        /* the store or relay could not be reached or answered an error */
   KVCS_ERR_BLOCKS_FAILED = 7,    /* some blocks of a layer failed (listed); the rest are in place */
   KVCS_ERR_STATE = 8,    /* a call out of order (e.g. finishing a save with layers missing) */
-  KVCS_ERR_NOT_YET = 9,  /* a transport not implemented yet (https store) */
+  KVCS_ERR_NOT_YET = 9,  /* a transport not implemented yet (none today; kept for the ABI) */
   KVCS_ERR_INTERNAL = 10 /* out of memory or a bug; the handle should be freed */
 } kvcs_status;
 
@@ -97,15 +97,15 @@ typedef struct kvcs_descriptor {
 } kvcs_descriptor;
 
 typedef struct kvcs_client_config {
-  const char* store_url;  /* "http://HOST:PORT"; NULL: no store (relay_url required) */
+  const char* store_url;  /* "http[s]://HOST:PORT"; NULL: no store (relay_url required) */
   const char* bucket;     /* NULL: "kvcache" */
   const char* access_key; /* SigV4 credentials of the store */
   const char* secret_key;
-  const char* region;           /* NULL: "us-east-1" */
-  int create_bucket;            /* nonzero: create the bucket (an existing one is fine) */
-  const char* shm_socket;       /* NULL: HTTP bodies; else same-host delivery through this socket */
-  uint64_t shm_buffer_bytes;    /* 0: 64 MiB; must hold two layers of one load */
-  const char* relay_url;        /* "moqt://HOST:PORT[/path]": the MOQT path; NULL: none */
+  const char* region;        /* NULL: "us-east-1" */
+  int create_bucket;         /* nonzero: create the bucket (an existing one is fine) */
+  const char* shm_socket;    /* NULL: HTTP bodies; else same-host delivery through this socket */
+  uint64_t shm_buffer_bytes; /* 0: 64 MiB; must hold two layers of one load */
+  const char* relay_url;     /* "moqt://HOST:PORT[/path]": the MOQT path; NULL: none */
   const char* index_url; /* KVSP Index Service "http[s]://HOST:PORT" (docs/protocols/kvsp-index.md);
                             NULL: none. Lookups ask it first (see kvcs_lookup) */
   const uint8_t* scope_key;     /* 32 bytes, or NULL for the public scope */
@@ -145,6 +145,13 @@ typedef struct kvcs_client_config {
    * after the path's last tried load, is tried anyway, so the rate recovers. Added after
    * index_token: callers zero-initialize the whole struct. */
   uint64_t recompute_ns_per_token_layer;
+  /* TLS of an https store_url ("https://HOST:PORT", `kvcs store --tls-cert`): a PEM CA bundle or
+   * the store's self-signed certificate (NULL: the system trust store), or store_insecure nonzero
+   * to accept any certificate (DEVELOPMENT ONLY). The certificate must name the URL's host. Used
+   * for the store's loads, saves and lookups and for a MOQT load's recovery from the store. Added
+   * after recompute_ns_per_token_layer: callers zero-initialize the whole struct. */
+  const char* store_ca_file;
+  int store_insecure;
 } kvcs_client_config;
 
 typedef struct kvcs_client kvcs_client;
@@ -230,8 +237,8 @@ KVCS_API kvcs_status kvcs_load_wait_layer(kvcs_load* load, uint32_t layer, uint3
  * the MOQT publication through the relay; KVCS_SOURCE_HOLDER: a block the relay did not deliver,
  * recovered from a KVSP HTTP holder the index lists for the load's blocks (with an index_url);
  * KVCS_SOURCE_RECOMPUTE: no source had it in time (the block is among the layer's failed blocks;
- * see recompute_ns_per_token_layer for a MOQT load's deadline). Errors: KVCS_ERR_INVALID_ARGUMENT (NULL load, or NULL sources
- * with sources_cap > 0), KVCS_ERR_UNKNOWN_LAYER. */
+ * see recompute_ns_per_token_layer for a MOQT load's deadline). Errors: KVCS_ERR_INVALID_ARGUMENT
+ * (NULL load, or NULL sources with sources_cap > 0), KVCS_ERR_UNKNOWN_LAYER. */
 typedef enum kvcs_block_source {
   KVCS_SOURCE_PENDING = 0, /* not decided (never returned) */
   KVCS_SOURCE_STORE = 1,

@@ -77,6 +77,8 @@ class KVCSConfig:
     recompute_ns_per_token_layer: int = 0  # what recomputing costs: bounds a MOQT load (kvcs.h)
     relay_ca_file: str = None       # the relay's TLS (relay_url): a CA bundle,
     relay_insecure: bool = False    # or, in development, any certificate
+    store_ca_file: str = None       # an https store_url's TLS: a CA bundle,
+    store_insecure: bool = False    # or, in development, any certificate
 
     @staticmethod
     def from_any(config):
@@ -99,7 +101,8 @@ class KVCSConfig:
                       stall_target_us=self.stall_target_us,
                       relay_ca_file=self.relay_ca_file, relay_insecure=self.relay_insecure,
                       index_token=self.index_token,
-                      recompute_ns_per_token_layer=self.recompute_ns_per_token_layer)
+                      recompute_ns_per_token_layer=self.recompute_ns_per_token_layer,
+                      store_ca_file=self.store_ca_file, store_insecure=self.store_insecure)
 
 
 @dataclass

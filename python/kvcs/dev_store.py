@@ -55,7 +55,7 @@ class StoreProcess:
         seen = []
         for line in self.proc.stdout:
             seen.append(line)
-            if "listening on http://" in line:
+            if "listening on http://" in line or "listening on https://" in line:
                 self.url = line.split("listening on ")[1].split()[0]
                 break
         else:

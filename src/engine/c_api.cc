@@ -197,6 +197,8 @@ kvcs_client* kvcs_client_create(const kvcs_client_config* config, int* status) {
     o.compute_us_per_layer = config->compute_us_per_layer;
     o.stall_target_us = config->stall_target_us;
     o.recompute_ns_per_token_layer = config->recompute_ns_per_token_layer;
+    if (config->store_ca_file) o.store_ca_file = config->store_ca_file;
+    o.store_insecure = config->store_insecure != 0;
     if (config->scope_key) std::memcpy(o.scope_key.data(), config->scope_key, o.scope_key.size());
     if (config->producer_key_pem) {
       auto key = ReadPrivatePem(config->producer_key_pem);

@@ -25,17 +25,14 @@ constexpr uint64_t kIndexTimeoutMs = 2000;
 // Pooled connections kept idle at most (loads in flight beyond this get fresh ones).
 constexpr size_t kMaxIdleConnections = 8;
 
-Status ParseStoreUrl(const std::string& url, std::string* host, uint16_t* port) {
-  constexpr std::string_view kScheme = "http://";
+Status ParseStoreUrl(const std::string& url, std::string* host, uint16_t* port, bool* tls) {
   std::string_view s = url;
-  if (s.substr(0, kScheme.size()) != kScheme) {
-    if (s.substr(0, 8) == "https://") {
-      return EngineStatus(Code::kUnsupported, EngineError::kNotYet,
-                          "store_url: https is not supported by the engine client yet");
-    }
-    return Status(Code::kInvalidArgument, "store_url must be http://HOST:PORT, got '" + url + "'");
+  *tls = s.substr(0, 8) == "https://";
+  if (!*tls && s.substr(0, 7) != "http://") {
+    return Status(Code::kInvalidArgument,
+                  "store_url must be http://HOST:PORT or https://HOST:PORT, got '" + url + "'");
   }
-  s.remove_prefix(kScheme.size());
+  s.remove_prefix(*tls ? 8 : 7);
   if (!s.empty() && s.back() == '/') s.remove_suffix(1);
   size_t colon = s.rfind(':');
   if (colon == std::string_view::npos || colon == 0) {
@@ -101,7 +98,9 @@ Result<std::unique_ptr<EngineClient>> EngineClient::Create(EngineClientOptions o
   std::unique_ptr<EngineClient> c(new EngineClient(std::move(options)));
   objcache::ClientOptions& co = c->connection_options_;
   if (c->has_store()) {
-    KVCS_RETURN_IF_ERROR(ParseStoreUrl(c->options_.store_url, &co.host, &co.port));
+    KVCS_RETURN_IF_ERROR(ParseStoreUrl(c->options_.store_url, &co.host, &co.port, &co.tls));
+    co.ca_file = c->options_.store_ca_file;
+    co.insecure = c->options_.store_insecure;
   }
   co.access_key = c->options_.access_key;
   co.secret_key = c->options_.secret_key;

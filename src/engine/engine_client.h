@@ -55,6 +55,8 @@ struct EngineClientOptions {
   // The MOQT path (moqt_link.h): moqt://HOST:PORT[/path]; empty: none.
   std::string relay_url, relay_ca_file;
   bool relay_insecure = false;
+  std::string store_ca_file;  // an https store_url: its CA (empty: the system trust store)
+  bool store_insecure = false;
   std::optional<profile::SigningKey> producer_key;
   std::string producer_key_pem;  // the PEM producer_key came from (names the shared link)
   // The KVSP Index Service (kvsp-index.md §7): http[s]://HOST:PORT; empty: none. Lookups ask it

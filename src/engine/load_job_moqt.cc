@@ -122,7 +122,9 @@ Status LoadJob::StartMoqt(std::span<const uint32_t> tokens) {
   // holders the index lists for the load's blocks.
   std::vector<std::pair<std::unique_ptr<kvsp_http::HolderClient>, LoadSource>> sources;
   if (client_->has_store()) {
-    auto hc = kvsp_http::HolderClient::Create(client_->options().store_url, {});
+    auto hc = kvsp_http::HolderClient::Create(
+        client_->options().store_url,
+        {client_->options().store_ca_file, client_->options().store_insecure});
     if (!hc.ok()) {
       return EngineStatus(Code::kInvalidArgument, EngineError::kTransport,
                           "load: store as recovery source: " + hc.status().message());

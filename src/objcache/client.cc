@@ -24,9 +24,11 @@
 #include "objcache/verify_queue.h"
 #include "s3/http_util.h"
 #include "s3/sigv4.h"
+#include "s3client/http_connection.h"  // the TLS client context and peer checks
 
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
+#include <boost/beast/ssl.hpp>
 
 namespace kvcs::objcache {
 
@@ -64,6 +66,36 @@ std::optional<std::string> HttpResult::Header(std::string_view name) const {
   return std::nullopt;
 }
 
+// The connection's byte stream for Beast's synchronous reads and writes: the TCP socket, or TLS
+// over it (an https store).
+class ConnStream {
+ public:
+  explicit ConnStream(tcp::socket& socket) : socket_(socket) {}
+  void SetTls(asio::ssl::stream<tcp::socket&>* tls) { tls_ = tls; }
+  using executor_type = tcp::socket::executor_type;
+  executor_type get_executor() { return socket_.get_executor(); }
+  template <class Buffers>
+  size_t read_some(const Buffers& b) {
+    return tls_ ? tls_->read_some(b) : socket_.read_some(b);
+  }
+  template <class Buffers>
+  size_t read_some(const Buffers& b, beast::error_code& ec) {
+    return tls_ ? tls_->read_some(b, ec) : socket_.read_some(b, ec);
+  }
+  template <class Buffers>
+  size_t write_some(const Buffers& b) {
+    return tls_ ? tls_->write_some(b) : socket_.write_some(b);
+  }
+  template <class Buffers>
+  size_t write_some(const Buffers& b, beast::error_code& ec) {
+    return tls_ ? tls_->write_some(b, ec) : socket_.write_some(b, ec);
+  }
+
+ private:
+  tcp::socket& socket_;
+  asio::ssl::stream<tcp::socket&>* tls_ = nullptr;
+};
+
 struct Client::Impl {
   explicit Impl(ClientOptions o)
       : options(std::move(o)),
@@ -80,6 +112,9 @@ struct Client::Impl {
   ClientOptions options;
   asio::io_context io;
   tcp::socket socket;
+  std::unique_ptr<asio::ssl::context> tls_context;     // options.tls: made on first connect
+  std::optional<asio::ssl::stream<tcp::socket&>> tls;  // over `socket` while connected
+  ConnStream stream{socket};
   beast::flat_buffer buffer;
   bool connected = false;
   const uint32_t verify_threads;
@@ -202,6 +237,28 @@ struct Client::Impl {
     asio::connect(socket, eps, ec);
     if (ec) return Transport(ec, "connect");
     socket.set_option(tcp::no_delay(true), ec);
+    if (options.tls) {
+      if (!tls_context) {
+        KVCS_ASSIGN_OR_RETURN(tls_context,
+                              s3client::MakeTlsClientContext(options.ca_file, options.insecure));
+      }
+      tls.emplace(socket, *tls_context);
+      SSL* ssl = tls->native_handle();
+      Status peer = s3client::SetTlsPeer(ssl, options.host, !options.insecure);
+      if (peer.ok()) {
+        tls->handshake(asio::ssl::stream_base::client, ec);
+        if (ec) {
+          peer = s3client::TlsHandshakeError(ec, ssl, options.host, !options.insecure,
+                                             !options.ca_file.empty());
+        }
+      }
+      if (!peer.ok()) {
+        tls.reset();
+        socket.close(ec);
+        return Status(Code::kUnavailable, "objcache client: " + peer.message());
+      }
+      stream.SetTls(&*tls);
+    }
     buffer.clear();
     buffer.reserve(kReadChunk);
     connected = true;
@@ -209,6 +266,8 @@ struct Client::Impl {
   }
   void Close() {
     beast::error_code ec;
+    stream.SetTls(nullptr);
+    tls.reset();  // no close_notify: the connection is dropped, not reused
     socket.shutdown(tcp::socket::shutdown_both, ec);
     socket.close(ec);
     connected = false;
@@ -252,13 +311,13 @@ struct Client::Impl {
   Status SendHead(http::request<http::empty_body>& req) {
     beast::error_code ec;
     http::request_serializer<http::empty_body> sr(req);
-    http::write_header(socket, sr, ec);
+    http::write_header(stream, sr, ec);
     if (ec) return Transport(ec, "write");
     return Status::Ok();
   }
   Status SendRaw(ByteSpan data) {
     beast::error_code ec;
-    asio::write(socket, asio::buffer(data.data(), data.size()), ec);
+    asio::write(stream, asio::buffer(data.data(), data.size()), ec);
     if (ec) return Transport(ec, "write");
     return Status::Ok();
   }
@@ -269,7 +328,7 @@ struct Client::Impl {
     http::response_parser<http::vector_body<uint8_t>> p;
     p.body_limit(kMaxSmallResponse);
     p.skip(head_request);
-    http::read(socket, buffer, p, ec);
+    http::read(stream, buffer, p, ec);
     if (ec) {
       Close();
       return Transport(ec, "read response");
@@ -388,7 +447,7 @@ Result<AggregateStats> Client::Impl::Aggregate(const std::string& bucket, Aggreg
   http::response_parser<http::buffer_body> p;
   // Not boost::none: Beast 1.74 compares Content-Length > an empty optional, which is always true.
   p.body_limit(std::numeric_limits<std::uint64_t>::max());
-  http::read_header(socket, buffer, p, ec);
+  http::read_header(stream, buffer, p, ec);
   if (ec) {
     Close();
     return Transport(ec, "read response head");
@@ -400,7 +459,7 @@ Result<AggregateStats> Client::Impl::Aggregate(const std::string& bucket, Aggreg
     while (!p.is_done() && err.size() < kMaxSmallResponse) {
       p.get().body().data = chunk.data();
       p.get().body().size = chunk.size();
-      http::read(socket, buffer, p, ec);
+      http::read(stream, buffer, p, ec);
       if (ec == http::error::need_buffer) ec = {};
       if (ec) break;
       err.append(reinterpret_cast<char*>(chunk.data()), chunk.size() - p.get().body().size);
@@ -527,7 +586,7 @@ Result<AggregateStats> Client::Impl::Aggregate(const std::string& bucket, Aggreg
       // A line that never ends would grow the buffer; kMaxSmallResponse bounds it.
       if (in.size() > kMaxSmallResponse)
         return fail(InvalidArgument("aggregate: chunk line too long"));
-      size_t n = socket.read_some(in.prepare(kReadChunk), ec);
+      size_t n = stream.read_some(in.prepare(kReadChunk), ec);
       if (ec == asio::error::eof) {
         p.put_eof(ec);
         if (ec) return fail(Transport(ec, "read body"));

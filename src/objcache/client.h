@@ -33,6 +33,12 @@ namespace kvcs::objcache {
 struct ClientOptions {
   std::string host = "127.0.0.1";
   uint16_t port = 9000;
+  // An https store: TLS 1.2+ on every connection, the certificate checked against `ca_file`
+  // (PEM; empty: the system trust store) for `host` (name or address), or not at all when
+  // `insecure` (development only).
+  bool tls = false;
+  std::string ca_file;
+  bool insecure = false;
   std::string access_key;
   std::string secret_key;
   std::string region = "us-east-1";

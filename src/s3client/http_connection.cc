@@ -121,6 +121,30 @@ Result<std::unique_ptr<net::ssl::context>> MakeTlsClientContext(const std::strin
   return ctx;
 }
 
+Status SetTlsPeer(SSL* ssl, const std::string& host, bool verify) {
+  const bool ip = IsIpLiteral(host);
+  // SNI carries names only (RFC 6066 §3).
+  if (!ip && SSL_set_tlsext_host_name(ssl, host.c_str()) != 1) {
+    return ClientStatus(ClientError::kTlsHandshake, "TLS: cannot set SNI '" + host + "'");
+  }
+  if (verify) {
+    // OpenSSL checks the name (SAN dNSName, wildcards in the leftmost label only) or the
+    // address (SAN iPAddress) during the handshake; a mismatch fails it.
+    int ok = ip ? X509_VERIFY_PARAM_set1_ip_asc(SSL_get0_param(ssl), host.c_str())
+                : SSL_set1_host(ssl, host.c_str());
+    if (ok != 1) {
+      return ClientStatus(ClientError::kTlsHandshake, "TLS: cannot verify host '" + host + "'");
+    }
+    SSL_set_hostflags(ssl, X509_CHECK_FLAG_NO_PARTIAL_WILDCARDS);
+  }
+  return Status::Ok();
+}
+
+Status TlsHandshakeError(const boost::system::error_code& ec, SSL* ssl, const std::string& host,
+                         bool verify, bool custom_ca) {
+  return HandshakeError(ec, ssl, host, verify, custom_ca);
+}
+
 HttpConnection::HttpConnection(net::ssl::context* tls) : stream_(ioc_) {
   if (tls != nullptr) tls_.emplace(ioc_, *tls);
 }
@@ -145,21 +169,7 @@ Status HttpConnection::Connect(const Endpoints& endpoints, const std::string& ho
   tcp().socket().set_option(tcp::no_delay(true), ec);
   if (!tls_) return Status::Ok();
   SSL* ssl = tls_->native_handle();
-  const bool ip = IsIpLiteral(host);
-  // SNI carries names only (RFC 6066 §3).
-  if (!ip && SSL_set_tlsext_host_name(ssl, host.c_str()) != 1) {
-    return ClientStatus(ClientError::kTlsHandshake, "TLS: cannot set SNI '" + host + "'");
-  }
-  if (verify) {
-    // OpenSSL checks the name (SAN dNSName, wildcards in the leftmost label only) or the
-    // address (SAN iPAddress) during the handshake; a mismatch fails it.
-    int ok = ip ? X509_VERIFY_PARAM_set1_ip_asc(SSL_get0_param(ssl), host.c_str())
-                : SSL_set1_host(ssl, host.c_str());
-    if (ok != 1) {
-      return ClientStatus(ClientError::kTlsHandshake, "TLS: cannot verify host '" + host + "'");
-    }
-    SSL_set_hostflags(ssl, X509_CHECK_FLAG_NO_PARTIAL_WILDCARDS);
-  }
+  KVCS_RETURN_IF_ERROR(SetTlsPeer(ssl, host, verify));
   ec = Run(deadline,
            [&](auto handler) { tls_->async_handshake(net::ssl::stream_base::client, handler); });
   if (ec) return HandshakeError(ec, ssl, host, verify, custom_ca);

@@ -44,6 +44,13 @@ struct HttpResponse {
 // Configured once, read-only afterwards, so concurrent handshakes may share it.
 Result<std::unique_ptr<boost::asio::ssl::context>> MakeTlsClientContext(const std::string& ca_file,
                                                                         bool insecure);
+// Before a client handshake on `ssl`: SNI for a name (not for an address literal) and, when
+// `verify`, the name or address the certificate must carry (no partial wildcards). Errors:
+// ClientError::kTlsHandshake.
+Status SetTlsPeer(SSL* ssl, const std::string& host, bool verify);
+// What a failed client handshake says (the verification failure and the way out, or TLS's own).
+Status TlsHandshakeError(const boost::system::error_code& ec, SSL* ssl, const std::string& host,
+                         bool verify, bool custom_ca);
 
 class HttpConnection {
  public:

@@ -6,8 +6,12 @@ after finish), a load's outcome (finish's status and message), and the GIL relea
 is waited for. The MOQT path is test_binding_moqt.py.
 
 usage: test_binding.py KVCS_BINARY [TAMPERING_RELAY_BINARY (unused)]"""
+import os
 import resource
+import shutil
+import subprocess
 import sys
+import tempfile
 import threading
 
 import numpy as np
@@ -150,6 +154,7 @@ def main():
         ld.close()
         check(during > 1000, "the GIL was held while waiting (%d ticks)" % during)
     many_blocks_under_a_small_open_file_limit(sys.argv[1])
+    https_store(sys.argv[1])
     print("binding: all checks passed")
     return 0
 
@@ -193,6 +198,50 @@ def many_blocks_under_a_small_open_file_limit(kvcs_binary):
         load.close()
     finally:
         store.__exit__(None, None, None)
+
+
+def https_store(kvcs_binary):
+    """A store serving https (kvcs store --tls-cert): save, lookup and a layer-wise load over TLS
+    with the store's certificate as the CA; a client trusting another certificate is refused
+    with a clear error before anything is sent; insecure (development) connects too."""
+    d = tempfile.mkdtemp(prefix="kvcs-tls-")
+    try:
+        certs = {}
+        for name in ("store", "other"):
+            certs[name] = (os.path.join(d, name + ".pem"), os.path.join(d, name + ".key"))
+            subprocess.run([kvcs_binary, "cert", "--out-cert", certs[name][0], "--out-key",
+                            certs[name][1]], check=True, capture_output=True)
+        with StoreProcess(kvcs_binary, ["--tls-cert", certs["store"][0], "--tls-key",
+                                        certs["store"][1]]) as s:
+            check(s.url.startswith("https://127.0.0.1:"), "store url %s" % s.url)
+            mk = lambda **kw: kvcs.Client(s.url, s.access_key, s.secret_key, descriptor(),
+                                          bucket="tls", create_bucket=True, **kw)
+            e = raises("KVCS_ERR_TRANSPORT", mk, store_ca_file=certs["other"][0])
+            check("certificate verification failed" in e.args[1], "wrong CA: %r" % (e.args,))
+            c = mk(store_ca_file=certs["store"][0])
+            tokens = list(range(500, 500 + 2 * B))
+            kv = [np.random.default_rng(l).standard_normal((2, NB, B, H, D)).astype(np.float32)
+                  for l in range(L)]
+            layout = kvcs.paged_layout(kv[0][0], B, H, D)
+            save = c.save(tokens, 0, [3, 1], layout)
+            for layer in range(L):
+                save.save_layer(layer, kv[layer][0], kv[layer][1])
+            check(save.finish() == 2, "two blocks stored over https")
+            save.close()
+            check(c.lookup(tokens) == 2 * B, "lookup over https")
+            dst = [(np.zeros_like(kv[0][0]), np.zeros_like(kv[0][1])) for _ in range(L)]
+            load = c.load(tokens, 0, [0, 2], dst, layout)
+            for layer in range(L):
+                check(load.wait_layer(layer) == [], "https layer %d: blocks failed" % layer)
+                for src, to in ((3, 0), (1, 2)):
+                    check(np.array_equal(dst[layer][0][to], kv[layer][0][src]) and
+                          np.array_equal(dst[layer][1][to], kv[layer][1][src]),
+                          "https layer %d block %d mismatch" % (layer, to))
+            check(load.finish() == ("KVCS_OK", ""), "https load status")
+            load.close()
+            check(mk(store_insecure=True).lookup(tokens) == 2 * B, "insecure lookup over https")
+    finally:
+        shutil.rmtree(d, ignore_errors=True)
 
 
 if __name__ == "__main__":
