@@ -38,6 +38,9 @@ constexpr auto kTick = std::chrono::milliseconds(10);
 // URLs of one retrieval: a session each, held for the whole retrieval; more relays than this
 // carrying one publication add nothing a consumer would wait for.
 constexpr size_t kMaxUrls = 8;
+// How long a found publication waits for the other URLs' sessions to come up as alternates (a
+// URL that is down takes its handshake timeout to say so; the retrieval should not).
+constexpr uint64_t kAlternatesWaitMs = 1000;
 
 struct Args {
   std::vector<std::string> urls;  // publishers or relays of the publication, in preference order
@@ -171,12 +174,23 @@ class Get {
     }
     // Every URL at once: the first that answers (in the order given) is the primary, the others
     // that are up when the retrieval starts recover what it lacks (the same publication there).
+    // One that cannot even be tried (a name that does not resolve) is down like one that does
+    // not answer.
+    size_t tried = 0;
     for (size_t i = 0; i < urls.size(); ++i) {
       auto c = moqt::MoqtClient::Connect(io_, a_.tls.ClientConfig(urls[i]), nullptr);
       if (!c.ok()) {
-        return Fail(kCmd, "cannot connect to " + a_.urls[i] + ": " + c.status().message());
+        std::cout << a_.urls[i] << ": cannot connect: " << c.status().message() << std::endl;
+        reported_down_[i] = true;
+        clients_.push_back(nullptr);
+        continue;
       }
       clients_.push_back(std::move(*c));
+      ++tried;
+    }
+    if (tried == 0) {
+      return Fail(kCmd, "cannot connect to any of the URLs given",
+                  "check the host names and ports (moqt://HOST:PORT/)");
     }
     start_ms_ = NowMs();
     Tick();
@@ -188,8 +202,11 @@ class Get {
   // The primary: the first URL whose session is up once every URL before it has failed.
   // Returns false when every session failed (the command has then failed).
   bool PickPrimary() {
+    const moqt::MoqtClient* last = nullptr;  // the last URL's session, for the error
     for (size_t i = 0; i < clients_.size(); ++i) {
+      if (!clients_[i]) continue;  // could not be tried (reported at start)
       moqt::MoqtClient& c = *clients_[i];
+      last = &c;
       if (c.closed()) {
         if (!reported_down_[i]) {
           reported_down_[i] = true;
@@ -202,14 +219,23 @@ class Get {
       if (!c.setup_complete()) return true;  // wait for it: it comes first
       client_ = &c;
       url_ = a_.urls[i];
+      primary_ms_ = NowMs();
       if (clients_.size() > 1) std::cout << "primary " << url_ << std::endl;
       return true;
     }
-    const auto& end = clients_.front()->end();
+    const auto& end = last->end();
     rc_ = Fail(kCmd, "session ended: " + (end ? end->ToString() : std::string("closed")),
                end ? ConnectHint(*end) : "");
     Finish();
     return false;
+  }
+
+  // Whether every other URL's session is up or has failed: the alternates are known then.
+  bool OthersSettled() const {
+    for (const auto& c : clients_) {
+      if (c && c.get() != client_ && !c->closed() && !c->setup_complete()) return false;
+    }
+    return true;
   }
 
   void Tick() {
@@ -223,19 +249,26 @@ class Get {
       return;
     }
     if (client_->closed() && !retrieval_) {
-      const auto& end = client_->end();
-      rc_ = Fail(kCmd, "session ended: " + (end ? end->ToString() : std::string("closed")),
-                 end ? ConnectHint(*end) : "");
-      return Finish();
+      // Lost before the retrieval started: the next URL that is up takes over (discovery from
+      // the start; a result still on its way from the lost one is ignored by its generation).
+      discovery_.reset();
+      pending_.reset();
+      client_ = nullptr;
+      ++generation_;
+      return Tick();
     }
-    if (client_->setup_complete() && !discovery_ && !retrieval_ &&
-        !from_index_.publications.empty()) {
+    if (pending_ && (OthersSettled() || NowMs() >= primary_ms_ + kAlternatesWaitMs)) {
+      stream::DiscoveryResult r = std::move(*pending_);
+      pending_.reset();
+      StartRetrieval(r);
+    } else if (client_->setup_complete() && !discovery_ && !retrieval_ && !pending_ &&
+               !from_index_.publications.empty()) {
       // The index named the publication (possibly one longer than this prompt, which MOQT
       // discovery cannot find): no SUBSCRIBE_NAMESPACE walk.
       stream::DiscoveryResult r = std::move(from_index_);
       from_index_ = {};
       OnDiscovered(r);
-    } else if (client_->setup_complete() && !discovery_ && !retrieval_) {
+    } else if (client_->setup_complete() && !discovery_ && !retrieval_ && !pending_) {
       StartDiscovery();
     }
     if (discovery_) discovery_->OnTimer();
@@ -313,7 +346,9 @@ class Get {
     auto d = stream::Discovery::Start(
         &client_->session(), identity_, o,
         [this](const stream::DiscoveryResult& r) {
-          asio::post(io_, [this, r] { OnDiscovered(r); });
+          asio::post(io_, [this, r, g = generation_] {
+            if (g == generation_) OnDiscovered(r);
+          });
         },
         NowMs);
     if (!d.ok()) {
@@ -336,6 +371,15 @@ class Get {
     std::cout << "found " << profile::ToString(r.best()->ns) << " (" << r.best()->anchor_blocks
               << " blocks; " << r.publications.size() << " publication(s), " << r.prefixes_tried
               << " prefixes tried) at +" << NowMs() - start_ms_ << " ms" << std::endl;
+    // The other URLs become alternates once their sessions are up: wait for them (bounded).
+    if (!OthersSettled() && NowMs() < primary_ms_ + kAlternatesWaitMs) {
+      pending_ = r;
+      return;
+    }
+    StartRetrieval(r);
+  }
+
+  void StartRetrieval(const stream::DiscoveryResult& r) {
     stream::RecoveryOptions ro;
     stream::RetrievalOptions& o = ro.retrieval;
     o.mode = a_.completed ? stream::RetrievalMode::kCompleted
@@ -370,6 +414,7 @@ class Get {
     }
     // The same publication at every other URL whose session is up (another relay carrying it).
     for (size_t i = 0; i < clients_.size(); ++i) {
+      if (!clients_[i]) continue;
       moqt::MoqtClient& c = *clients_[i];
       if (&c == client_ || c.closed() || !c.setup_complete()) continue;
       ro.alternates.push_back({&c.session(), r.best()->ns, a_.urls[i]});
@@ -480,7 +525,7 @@ class Get {
     retrieval_.reset();
     discovery_.reset();
     for (auto& c : clients_) {
-      if (!c->closed()) c->Close(moqt::SessionError::kNoError, "done");
+      if (c && !c->closed()) c->Close(moqt::SessionError::kNoError, "done");
     }
     timer_.expires_after(std::chrono::milliseconds(50));
     timer_.async_wait([this](const boost::system::error_code&) { io_.stop(); });
@@ -493,6 +538,9 @@ class Get {
   std::vector<bool> reported_down_;                         // per URL: its failure was printed
   moqt::MoqtClient* client_ = nullptr;                      // the primary, once picked
   std::string url_;                                         // its URL
+  uint64_t primary_ms_ = 0;                                 // when it was picked
+  uint64_t generation_ = 0;  // of the primary: a discovery result of a lost one is dropped
+  std::optional<stream::DiscoveryResult> pending_;  // found; waiting for the other URLs
   stream::CacheIdentity identity_;
   kvsp::ScopeKey scope_key_{};
   std::vector<uint32_t> tokens_;

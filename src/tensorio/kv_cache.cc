@@ -566,15 +566,28 @@ Result<PackedKvCache> PackedKvCache::Load(const std::string& dir,
   auto dtype = SafetensorsDtypeFor(d.kv_dtype);
   if (!dtype) return Bad(KE::kBadDescriptor, "kv_dtype " + d.kv_dtype + " unknown");
   const uint64_t tokens = c.index_.token_ids.size();
-  const uint64_t tensor_bytes = tokens * d.kv_heads * d.head_dim * DtypeSize(*dtype);
   const bool mla = IsMla(d);
-  const uint64_t total = tensor_bytes * d.layers * (mla ? 1 : 2);
+  // Each factor is bounded on its own (tokens by kMaxCacheTokens, a section by the descriptor's
+  // limits), not their product: a hostile index must not wrap the total past the bound, so it
+  // is checked a factor at a time, in bytes of the whole cache.
+  uint64_t total = uint64_t{d.layers} * (mla ? 1 : 2);
+  for (uint64_t f :
+       {tokens, uint64_t{d.kv_heads}, uint64_t{d.head_dim}, uint64_t{DtypeSize(*dtype)}}) {
+    if (f != 0 && total > kMaxPackedCacheBytesInMemory / f) {
+      return ResourceExhausted(dir + " holds more than " +
+                               std::to_string(kMaxPackedCacheBytesInMemory) +
+                               " bytes of K/V, the limit for a cache read into memory; kvcs "
+                               "unpack it to safetensors and use that file");
+    }
+    total *= f;
+  }
   if (total > kMaxPackedCacheBytesInMemory) {
     return ResourceExhausted(dir + " holds " + std::to_string(total) + " bytes of K/V, above the " +
                              std::to_string(kMaxPackedCacheBytesInMemory) +
                              "-byte limit for a cache read into memory; kvcs unpack it to "
                              "safetensors and use that file");
   }
+  const uint64_t tensor_bytes = total / (uint64_t{d.layers} * (mla ? 1 : 2));
   c.k_.assign(d.layers, Bytes(tensor_bytes));
   c.v_.assign(d.layers, mla ? Bytes() : Bytes(tensor_bytes));
   KVCS_RETURN_IF_ERROR(ForEachPackedContainer(

@@ -5,6 +5,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <nlohmann/json.hpp>
 
 #include "common/hex.h"
 #include "kvsp/block_keys.h"
@@ -319,6 +320,36 @@ TEST(PackedKvCacheLoad, RefusesDamagedSwappedMissingAndForeignScope) {
   // No index at all.
   fs::remove(dir / "index.json");
   EXPECT_FALSE(PackedKvCache::Load(dir.string(), key).ok());
+  fs::remove_all(dir);
+}
+
+// An index whose cache would not fit in memory is refused before anything is allocated or read
+// (no container file exists here): 65,535 layers of 1 MiB sections are 128 GiB.
+TEST(PackedKvCacheLoad, RefusesACacheAboveTheMemoryBoundBeforeReadingIt) {
+  kvsp::Descriptor d = *kvsp::ParseDescriptor(kDescriptor);
+  d.layers = 65535;
+  d.kv_heads = 8;
+  d.head_dim = 4096;
+  d.block_tokens = 16;
+  std::vector<uint32_t> tokens(16, 7);
+  const Digest compat = kvsp::CompatId(d);
+  const Digest key = kvsp::BlockKeys(kvsp::ChainKey(kvsp::PublicScopeKey(), compat), 16, tokens)[0];
+  nlohmann::json idx = {
+      {"kvcs_pack", 1},
+      {"descriptor", nlohmann::json::parse(kvsp::CanonicalJson(d))},
+      {"compat_id", ToHex(compat)},
+      {"scope", "public"},
+      {"scope_id", ToHex(kvsp::ScopeId(kvsp::PublicScopeKey()))},
+      {"blocks", {{{"index", 1}, {"block_key", ToHex(key)}, {"file", ToHex(key) + ".kvsp"}}}},
+      {"token_ids", tokens},
+      {"tail_tokens", 0}};
+  fs::path dir = TempDir("huge");
+  fs::create_directories(dir);
+  std::ofstream(dir / "index.json") << idx.dump();
+  auto p = PackedKvCache::Load(dir.string(), std::nullopt);
+  ASSERT_FALSE(p.ok());
+  EXPECT_EQ(p.status().code(), Code::kResourceExhausted) << p.status().ToString();
+  EXPECT_NE(p.status().message().find("kvcs unpack"), std::string::npos);
   fs::remove_all(dir);
 }
 
