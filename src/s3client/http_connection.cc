@@ -43,40 +43,6 @@ bool IsIpLiteral(const std::string& host) {
          ::inet_pton(AF_INET6, host.c_str(), buf) == 1;
 }
 
-// What a failed TLS handshake says: a typed kTlsCertificate naming the verification failure and
-// the way out when the certificate was refused (only when verifying: OpenSSL records a verify
-// result even with verification off), kTlsHandshake when TLS itself failed (version, cipher, a
-// peer that does not speak TLS), and a retried kConnect/kTimeout when the connection broke
-// (including an EOF mid-handshake, a server going down).
-Status HandshakeError(const ErrorCode& ec, SSL* ssl, const std::string& host, bool verify,
-                      bool custom_ca) {
-  if (ec == beast::error::timeout)
-    return ClientStatus(ClientError::kTimeout, "TLS handshake: timed out");
-  const long result = SSL_get_verify_result(ssl);
-  if (verify && result != X509_V_OK) {
-    return ClientStatus(
-        ClientError::kTlsCertificate,
-        "TLS certificate verification failed for '" + host +
-            "': " + X509_verify_cert_error_string(result) +
-            (custom_ca ? " (checked against ca_file)"
-                       : " (checked against the system trust store)") +
-            "; pass ca_file with the CA that signed the server's certificate (or the self-signed "
-            "certificate itself), connect by a name the certificate lists, or, for development "
-            "only, set insecure");
-  }
-  if (ec.category() == net::error::get_ssl_category()) {
-    return ClientStatus(ClientError::kTlsHandshake,
-                        "TLS handshake with '" + host + "' failed: " + ec.message() +
-                            " (is the endpoint really https, and does it speak TLS 1.2+?)");
-  }
-  if (ec == net::ssl::error::stream_truncated) {
-    return ClientStatus(ClientError::kConnect,
-                        "TLS handshake with '" + host +
-                            "': the server closed the connection (is the endpoint really https?)");
-  }
-  return ClientStatus(ClientError::kConnect, "TLS handshake with '" + host + "': " + ec.message());
-}
-
 }  // namespace
 
 std::string_view HttpResponse::Header(std::string_view name) const {
@@ -140,9 +106,38 @@ Status SetTlsPeer(SSL* ssl, const std::string& host, bool verify) {
   return Status::Ok();
 }
 
-Status TlsHandshakeError(const boost::system::error_code& ec, SSL* ssl, const std::string& host,
-                         bool verify, bool custom_ca) {
-  return HandshakeError(ec, ssl, host, verify, custom_ca);
+// What a failed TLS handshake says: a typed kTlsCertificate naming the verification failure and
+// the way out when the certificate was refused (only when verifying: OpenSSL records a verify
+// result even with verification off), kTlsHandshake when TLS itself failed (version, cipher, a
+// peer that does not speak TLS), and a retried kConnect/kTimeout when the connection broke
+// (including an EOF mid-handshake, a server going down).
+Status TlsHandshakeError(const ErrorCode& ec, SSL* ssl, const std::string& host, bool verify,
+                         bool custom_ca) {
+  if (ec == beast::error::timeout)
+    return ClientStatus(ClientError::kTimeout, "TLS handshake: timed out");
+  const long result = SSL_get_verify_result(ssl);
+  if (verify && result != X509_V_OK) {
+    return ClientStatus(
+        ClientError::kTlsCertificate,
+        "TLS certificate verification failed for '" + host +
+            "': " + X509_verify_cert_error_string(result) +
+            (custom_ca ? " (checked against ca_file)"
+                       : " (checked against the system trust store)") +
+            "; pass ca_file with the CA that signed the server's certificate (or the self-signed "
+            "certificate itself), connect by a name the certificate lists, or, for development "
+            "only, set insecure");
+  }
+  if (ec.category() == net::error::get_ssl_category()) {
+    return ClientStatus(ClientError::kTlsHandshake,
+                        "TLS handshake with '" + host + "' failed: " + ec.message() +
+                            " (is the endpoint really https, and does it speak TLS 1.2+?)");
+  }
+  if (ec == net::ssl::error::stream_truncated) {
+    return ClientStatus(ClientError::kConnect,
+                        "TLS handshake with '" + host +
+                            "': the server closed the connection (is the endpoint really https?)");
+  }
+  return ClientStatus(ClientError::kConnect, "TLS handshake with '" + host + "': " + ec.message());
 }
 
 HttpConnection::HttpConnection(net::ssl::context* tls) : stream_(ioc_) {
@@ -172,7 +167,7 @@ Status HttpConnection::Connect(const Endpoints& endpoints, const std::string& ho
   KVCS_RETURN_IF_ERROR(SetTlsPeer(ssl, host, verify));
   ec = Run(deadline,
            [&](auto handler) { tls_->async_handshake(net::ssl::stream_base::client, handler); });
-  if (ec) return HandshakeError(ec, ssl, host, verify, custom_ca);
+  if (ec) return TlsHandshakeError(ec, ssl, host, verify, custom_ca);
   return Status::Ok();
 }
 

@@ -48,7 +48,9 @@ Result<std::unique_ptr<boost::asio::ssl::context>> MakeTlsClientContext(const st
 // `verify`, the name or address the certificate must carry (no partial wildcards). Errors:
 // ClientError::kTlsHandshake.
 Status SetTlsPeer(SSL* ssl, const std::string& host, bool verify);
-// What a failed client handshake says (the verification failure and the way out, or TLS's own).
+// What a failed client handshake says: a typed kTlsCertificate naming the verification failure
+// and the way out when the certificate was refused, kTlsHandshake when TLS itself failed, a
+// retried kConnect/kTimeout when the connection broke.
 Status TlsHandshakeError(const boost::system::error_code& ec, SSL* ssl, const std::string& host,
                          bool verify, bool custom_ca);
 
