@@ -58,7 +58,6 @@ inline Result<uint64_t> ParseU64(std::string_view s, std::string_view what) {
   return *v;
 }
 
-// "G" or "G:O". `has_object` tells which.
 // A namespace as the MOQT commands take it: a KVCS namespace or prefix in its text form
 // ("kvcs-1/<scope hex>[/<compat hex>[/<anchor hex>[/<pub_id hex>]]]", profile::ParseNamespaceText)
 // when its first field is "kvcs-1", else '/'-separated fields, "0x<hex>" for a binary one
@@ -83,6 +82,7 @@ inline std::string NamespaceArgText(const moqt::TrackNamespace& ns) {
   return kvcs ? *kvcs : moqt::NamespaceToString(ns);
 }
 
+// "G" or "G:O". `has_object` tells which.
 struct LocationArg {
   moqt::Location loc;
   bool has_object = false;
