@@ -568,8 +568,8 @@ Result<PackedKvCache> PackedKvCache::Load(const std::string& dir,
   const uint64_t tokens = c.index_.token_ids.size();
   const bool mla = IsMla(d);
   // Each factor is bounded on its own (tokens by kMaxCacheTokens, a section by the descriptor's
-  // limits), not their product: a hostile index must not wrap the total past the bound, so it
-  // is checked a factor at a time, in bytes of the whole cache.
+  // limits), not their product: a hostile index must not wrap the total past the bound, so the
+  // whole cache's bytes are checked a factor at a time.
   uint64_t total = uint64_t{d.layers} * (mla ? 1 : 2);
   for (uint64_t f :
        {tokens, uint64_t{d.kv_heads}, uint64_t{d.head_dim}, uint64_t{DtypeSize(*dtype)}}) {
@@ -581,13 +581,7 @@ Result<PackedKvCache> PackedKvCache::Load(const std::string& dir,
     }
     total *= f;
   }
-  if (total > kMaxPackedCacheBytesInMemory) {
-    return ResourceExhausted(dir + " holds " + std::to_string(total) + " bytes of K/V, above the " +
-                             std::to_string(kMaxPackedCacheBytesInMemory) +
-                             "-byte limit for a cache read into memory; kvcs unpack it to "
-                             "safetensors and use that file");
-  }
-  const uint64_t tensor_bytes = total / (uint64_t{d.layers} * (mla ? 1 : 2));
+  const uint64_t tensor_bytes = tokens * d.kv_heads * d.head_dim * DtypeSize(*dtype);
   c.k_.assign(d.layers, Bytes(tensor_bytes));
   c.v_.assign(d.layers, mla ? Bytes() : Bytes(tensor_bytes));
   KVCS_RETURN_IF_ERROR(ForEachPackedContainer(
