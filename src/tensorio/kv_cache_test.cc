@@ -135,6 +135,14 @@ Bytes Slurp(const fs::path& p) {
   return Bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
 }
 
+void Spit(const fs::path& p, const Bytes& b) {
+  std::ofstream(p, std::ios::binary).write(reinterpret_cast<const char*>(b.data()), b.size());
+}
+
+fs::path ContainerFile(const fs::path& dir, const Digest& block_key) {
+  return dir / (ToHex(block_key) + ".kvsp");
+}
+
 class PackRoundTrip : public ::testing::TestWithParam<kvsp::Codec> {};
 
 TEST_P(PackRoundTrip, UnpackGivesTheFullBlocksBitExact) {
@@ -148,7 +156,7 @@ TEST_P(PackRoundTrip, UnpackGivesTheFullBlocksBitExact) {
   ASSERT_TRUE(r.ok()) << r.status().ToString();
   EXPECT_EQ(r->blocks, 2u);
   EXPECT_EQ(r->tail_tokens, 2u);
-  EXPECT_TRUE(fs::exists(dir / (ToHex(r->block_keys[0]) + ".kvsp")));
+  EXPECT_TRUE(fs::exists(ContainerFile(dir, r->block_keys[0])));
   // The keys are the chain's.
   Digest chain = kvsp::ChainKey(kvsp::PublicScopeKey(), kvsp::CompatId(kv->descriptor));
   EXPECT_EQ(r->block_keys, kvsp::BlockKeys(chain, 4, kv->token_ids));
@@ -190,10 +198,10 @@ TEST(Unpack, RefusesADamagedContainerAndWritesNothing) {
   fs::path dir = TempDir("bad");
   auto r = PackDirectory(*kv, kvsp::PublicScopeKey(), true, kvsp::Codec::kRaw, dir.string());
   ASSERT_TRUE(r.ok());
-  fs::path victim = dir / (ToHex(r->block_keys[1]) + ".kvsp");
+  fs::path victim = ContainerFile(dir, r->block_keys[1]);
   Bytes b = Slurp(victim);
   b[b.size() - 1] ^= 0x01;  // a K/V byte of the last layer
-  std::ofstream(victim, std::ios::binary).write(reinterpret_cast<char*>(b.data()), b.size());
+  Spit(victim, b);
   std::string out = (dir / "back.safetensors").string();
   auto u = UnpackDirectory(dir.string(), out, std::nullopt);
   ASSERT_FALSE(u.ok());
@@ -203,10 +211,7 @@ TEST(Unpack, RefusesADamagedContainerAndWritesNothing) {
   EXPECT_FALSE(fs::exists(out + ".tmp"));
 
   // Swapping two containers: each is intact but not the block the index lists.
-  b[b.size() - 1] ^= 0x01;
-  fs::path first = dir / (ToHex(r->block_keys[0]) + ".kvsp");
-  Bytes a = Slurp(first);
-  std::ofstream(victim, std::ios::binary).write(reinterpret_cast<char*>(a.data()), a.size());
+  Spit(victim, Slurp(ContainerFile(dir, r->block_keys[0])));
   u = UnpackDirectory(dir.string(), out, std::nullopt);
   ASSERT_FALSE(u.ok());
   EXPECT_TRUE(u.status().Is(kvsp::ContainerError::kBlockKeyMismatch)) << u.status().ToString();
@@ -299,17 +304,16 @@ TEST(PackedKvCacheLoad, RefusesDamagedSwappedMissingAndForeignScope) {
   EXPECT_TRUE(
       PackedKvCache::Load(dir.string(), wrong).status().Is(KvCacheError::kKeyChainMismatch));
   // One flipped K/V byte: the container's digest.
-  fs::path victim = dir / (ToHex(r->block_keys[1]) + ".kvsp");
+  fs::path victim = ContainerFile(dir, r->block_keys[1]);
   Bytes b = Slurp(victim);
   b[b.size() - 1] ^= 0x01;
-  std::ofstream(victim, std::ios::binary).write(reinterpret_cast<char*>(b.data()), b.size());
+  Spit(victim, b);
   auto p = PackedKvCache::Load(dir.string(), key);
   ASSERT_FALSE(p.ok());
   EXPECT_TRUE(p.status().Is(kvsp::ContainerError::kDigestMismatch)) << p.status().ToString();
   EXPECT_NE(p.status().message().find("block 2"), std::string::npos) << p.status().ToString();
   // Block 1's intact container in block 2's place.
-  Bytes a = Slurp(dir / (ToHex(r->block_keys[0]) + ".kvsp"));
-  std::ofstream(victim, std::ios::binary).write(reinterpret_cast<char*>(a.data()), a.size());
+  Spit(victim, Slurp(ContainerFile(dir, r->block_keys[0])));
   EXPECT_TRUE(
       PackedKvCache::Load(dir.string(), key).status().Is(kvsp::ContainerError::kBlockKeyMismatch));
   // A container missing.

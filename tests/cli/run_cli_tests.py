@@ -610,6 +610,17 @@ def stop_publish(p):
         raise Failure("kvcs publish did not stop on SIGINT")
 
 
+def cache_and_prompt(d, tokens):
+    """A KV cache of `tokens` tokens at d/c.safetensors, its prompt (d/prompt.txt), descriptor
+    (d/d.json) and a scope key (d/s.key), as kvcs get takes them; returns (path, tensors, meta)."""
+    src = make_kv(f"{d}/c.safetensors", "--tokens", tokens)
+    a, ameta = load_safetensors(src)
+    write(f"{d}/prompt.txt", " ".join(map(str, token_list(a["token_ids"]))))
+    write(f"{d}/d.json", ameta["kvsp.descriptor"])
+    run("keygen", "scope", "--out", f"{d}/s.key")
+    return src, a, ameta
+
+
 def check_first_tokens_bit_exact(a, got_path, tokens, how):
     """The cache at got_path holds exactly the first `tokens` tokens of the loaded cache `a`
     (make_kv's layout: 2 KV heads x 8 x bf16 per token), bit for bit; returns its metadata."""
@@ -625,11 +636,7 @@ def check_first_tokens_bit_exact(a, got_path, tokens, how):
 
 
 def test_publish_get_round_trip_bit_exact(d):
-    src = make_kv(f"{d}/c.safetensors", "--tokens", 40)  # 2 blocks of 16 + a tail of 8
-    a, ameta = load_safetensors(src)
-    write(f"{d}/prompt.txt", " ".join(map(str, token_list(a["token_ids"]))))
-    write(f"{d}/d.json", ameta["kvsp.descriptor"])
-    run("keygen", "scope", "--out", f"{d}/s.key")
+    src, a, ameta = cache_and_prompt(d, 40)  # 2 blocks of 16 + a tail of 8
     run("keygen", "producer", "--out-key", f"{d}/p.key", "--out-pub", f"{d}/p.pub")
     p, url, seen = start_publish(src, "--scope-key-file", f"{d}/s.key", "--sign-key", f"{d}/p.key",
                                  "--linger", 60)
@@ -678,11 +685,7 @@ def test_publish_get_round_trip_bit_exact(d):
 def test_publish_from_packed_containers_bit_exact(d):
     """kvcs pack -> kvcs publish DIR (KVSP containers, verified before publishing) -> kvcs get:
     bit-exact; a damaged container or another scope's key is refused before anything is served."""
-    src = make_kv(f"{d}/c.safetensors", "--tokens", 40)  # 2 blocks of 16 + a tail of 8
-    a, ameta = load_safetensors(src)
-    write(f"{d}/prompt.txt", " ".join(map(str, token_list(a["token_ids"]))))
-    write(f"{d}/d.json", ameta["kvsp.descriptor"])
-    run("keygen", "scope", "--out", f"{d}/s.key")
+    src, a, _ = cache_and_prompt(d, 40)  # 2 blocks of 16 + a tail of 8
     run("keygen", "scope", "--out", f"{d}/other.key")
     run("pack", src, "--out", f"{d}/packed", "--codec", "zstd", "--scope-key-file", f"{d}/s.key")
     e = run("publish", f"{d}/packed", "--scope-key-file", f"{d}/other.key", ok=False)
@@ -721,11 +724,7 @@ def test_publish_from_packed_containers_bit_exact(d):
 
 def test_publish_get_encrypted(d):
     """kvcs publish --encrypt=aes-256-gcm | kvcs get: detected, decrypted, bit-exact."""
-    src = make_kv(f"{d}/c.safetensors", "--tokens", 32)
-    a, ameta = load_safetensors(src)
-    write(f"{d}/prompt.txt", " ".join(map(str, token_list(a["token_ids"]))))
-    write(f"{d}/d.json", ameta["kvsp.descriptor"])
-    run("keygen", "scope", "--out", f"{d}/s.key")
+    src, a, _ = cache_and_prompt(d, 32)
     e = run("publish", src, "--public", "--encrypt", ok=False)
     check("--encrypt with --public" in e.stderr and "hint:" in e.stderr, e.stderr)
     e = run("publish", src, "--scope-key-file", f"{d}/s.key", "--encrypt=rot13", ok=False)

@@ -309,11 +309,7 @@ def test_kvcs_publish_through_the_relay_and_get_bit_exact():
     the relay refuses (no token) failing with a hint."""
     import tempfile
     with tempfile.TemporaryDirectory() as d:
-        src = cli.make_kv(f"{d}/c.safetensors", "--tokens", 48)  # 3 blocks of 16
-        a, ameta = cli.load_safetensors(src)
-        cli.write(f"{d}/prompt.txt", " ".join(map(str, cli.token_list(a["token_ids"]))))
-        cli.write(f"{d}/d.json", ameta["kvsp.descriptor"])
-        cli.run("keygen", "scope", "--out", f"{d}/s.key")
+        src, a, ameta = cli.cache_and_prompt(d, 48)  # 3 blocks of 16
         cli.run("keygen", "producer", "--out-key", f"{d}/p.key", "--out-pub", f"{d}/p.pub")
         relay, url = start_relay("--open")
         pub = None
@@ -393,11 +389,7 @@ def test_publishers_that_leave_before_any_subscriber_leave_their_publication_cac
         check(f"complete: {2 * O} objects" in f.stdout and "payload errors 0" in f.stdout,
               f.stdout)
         with tempfile.TemporaryDirectory() as d:
-            src = cli.make_kv(f"{d}/c.safetensors", "--tokens", 48)
-            a, ameta = cli.load_safetensors(src)
-            cli.write(f"{d}/prompt.txt", " ".join(map(str, cli.token_list(a["token_ids"]))))
-            cli.write(f"{d}/d.json", ameta["kvsp.descriptor"])
-            cli.run("keygen", "scope", "--out", f"{d}/s.key")
+            src, a, _ = cli.cache_and_prompt(d, 48)
             pb = cli.run("publish", src, "--relay", url, "--insecure", "--scope-key-file",
                          f"{d}/s.key", "--linger", 0)
             check("PUBLISH " in pb.stdout and "the relay holds" in pb.stdout, pb.stdout)
@@ -422,11 +414,7 @@ def test_kvcs_get_takes_several_relays_in_preference_order():
     import socket
     import tempfile
     with tempfile.TemporaryDirectory() as d:
-        src = cli.make_kv(f"{d}/c.safetensors", "--tokens", 48)
-        a, ameta = cli.load_safetensors(src)
-        cli.write(f"{d}/prompt.txt", " ".join(map(str, cli.token_list(a["token_ids"]))))
-        cli.write(f"{d}/d.json", ameta["kvsp.descriptor"])
-        cli.run("keygen", "scope", "--out", f"{d}/s.key")
+        src, a, _ = cli.cache_and_prompt(d, 48)
         root, root_url = start_relay("--open", "--id", "root")
         leaf, leaf_url = start_relay("--open", "--id", "leaf", "--upstream", root_url,
                                      "--upstream-insecure")
